@@ -1,0 +1,24 @@
+"""The embedded coordinator: a Kafka-protocol server for group coordination on one machine.
+
+It speaks Kafka's wire protocol for ApiVersions, Metadata, FindCoordinator, the classic group
+APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), offsets (OffsetCommit, OffsetFetch) and
+group and topic administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics), so
+any Kafka client can use it for group membership. It is a coordinator, not a log: Produce,
+Fetch and ListOffsets are answered with an error.
+"""
+
+from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._embedded import EmbeddedCoordinator
+from coordinator_api.server._messages import ErrorCode, GroupState, MembershipEvent
+from coordinator_api.server._server import CoordinatorServer
+from coordinator_api.server._state import GroupCoordinator
+
+__all__ = [
+    "CoordinatorConfig",
+    "CoordinatorServer",
+    "EmbeddedCoordinator",
+    "ErrorCode",
+    "GroupCoordinator",
+    "GroupState",
+    "MembershipEvent",
+]

@@ -1,0 +1,75 @@
+"""Settings of the embedded coordinator, named and defaulted as Kafka's broker settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from coordinator_api._errors import ConfigurationError
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoordinatorConfig:
+    """Settings of the embedded coordinator.
+
+    Durations are milliseconds, as in Kafka; each setting's Kafka broker counterpart is named.
+
+    :param initial_rebalance_delay_ms: ``group.initial.rebalance.delay.ms``: how long the first
+        rebalance of an empty group waits for more members (extended while members keep
+        arriving, up to the rebalance timeout). 0 completes as soon as everyone has joined.
+    :param min_session_timeout_ms: ``group.min.session.timeout.ms``.
+    :param max_session_timeout_ms: ``group.max.session.timeout.ms``.
+    :param max_group_size: ``group.max.size``; ``None`` means unlimited.
+    :param offset_metadata_max_bytes: ``offset.metadata.max.bytes``.
+    :param default_num_partitions: ``num.partitions``, for CreateTopics asking for the default.
+    :param auto_create_topics: ``auto.create.topics.enable``; off here, unlike Kafka, because
+        a coordinator's topics only describe partition counts and a typo should not invent one.
+    :param max_request_bytes: ``socket.request.max.bytes``: a larger length prefix closes the
+        connection.
+    :param connections_max_idle_ms: ``connections.max.idle.ms``: a connection silent this
+        long, including one stalled inside a request, is closed.
+    :param node_id: the broker id this coordinator reports for itself.
+    :param cluster_id: the cluster id reported in Metadata.
+    """
+
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_group_size: int | None = None
+    offset_metadata_max_bytes: int = 4096
+    default_num_partitions: int = 1
+    auto_create_topics: bool = False
+    max_request_bytes: int = 104_857_600
+    connections_max_idle_ms: int = 600_000
+    node_id: int = 0
+    cluster_id: str = "coordinator-api"
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name.endswith("_ms") and (not isinstance(value, int) or value < 0):
+                raise ConfigurationError(f"{f.name} must be a non-negative integer, got {value!r}")
+        if self.min_session_timeout_ms > self.max_session_timeout_ms:
+            raise ConfigurationError(
+                "min_session_timeout_ms must not exceed max_session_timeout_ms "
+                f"({self.min_session_timeout_ms} > {self.max_session_timeout_ms})"
+            )
+        if self.max_group_size is not None and self.max_group_size < 1:
+            raise ConfigurationError(f"max_group_size must be at least 1, got {self.max_group_size}")
+        if self.default_num_partitions < 1:
+            raise ConfigurationError(
+                f"default_num_partitions must be at least 1, got {self.default_num_partitions}"
+            )
+        if self.max_request_bytes < 1024:
+            raise ConfigurationError(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> CoordinatorConfig:
+        """Build from a mapping (a config file's ``[coordinator]`` table), rejecting unknown keys."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown coordinator setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
+        return cls(**values)

@@ -1,0 +1,124 @@
+"""The embedded coordinator in a background thread, for programs and tests."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import final
+
+from coordinator_api._errors import CoordinatorStartError
+from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._server import CoordinatorServer
+
+
+@final
+class EmbeddedCoordinator:
+    """A Kafka-protocol group coordinator running in a background thread of this process.
+
+    Use it as a context manager; point any Kafka client at :attr:`bootstrap_servers`::
+
+        with EmbeddedCoordinator(topics={"events": 12}) as coordinator:
+            consumer = KafkaConsumer("events", group_id="g",
+                                     bootstrap_servers=coordinator.bootstrap_servers)
+
+    :param host: address to listen on (127.0.0.1 unless told otherwise).
+    :param port: 0 picks a free port.
+    :param config: coordinator settings (:class:`CoordinatorConfig`).
+    :param data_dir: directory for durable state; ``None`` keeps state in memory.
+    :param topics: topics to declare (name -> partition count).
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: CoordinatorConfig | None = None,
+        data_dir: str | Path | None = None,
+        topics: Mapping[str, int] | None = None,
+    ) -> None:
+        self._server = CoordinatorServer(
+            host=host, port=port, config=config, data_dir=data_dir, topics=topics
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped: asyncio.Event | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for Kafka clients' ``bootstrap_servers``."""
+        if self._thread is None:
+            raise CoordinatorStartError("the embedded coordinator is not started; call start()")
+        return self._server.bootstrap_servers
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    def start(self) -> EmbeddedCoordinator:
+        """Start the server thread and wait until it listens."""
+        if self._thread is not None:
+            return self
+        started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name="embedded-coordinator", daemon=True
+        )
+        self._thread.start()
+        try:
+            started.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
+        return self
+
+    def _run(self, started: concurrent.futures.Future[None]) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopped = asyncio.Event()
+            try:
+                await self._server.start()
+            except BaseException as exc:
+                started.set_exception(exc)
+                return
+            started.set_result(None)
+            await self._stopped.wait()
+            await self._server.close()
+
+        asyncio.run(main())
+
+    def close(self) -> None:
+        """Stop the server and wait for its thread. Idempotent."""
+        thread, loop, stopped = self._thread, self._loop, self._stopped
+        if thread is None or loop is None or stopped is None:
+            return
+        loop.call_soon_threadsafe(stopped.set)
+        thread.join()
+        self._thread = None
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """Declare a topic while running (as CreateTopics would)."""
+        loop = self._loop
+        if self._thread is None or loop is None:
+            raise CoordinatorStartError("the embedded coordinator is not started; call start()")
+
+        async def create() -> None:
+            fx = self._server.state.create_topic(name, partitions)
+            self._server._apply(fx)
+
+        asyncio.run_coroutine_threadsafe(create(), loop).result()
+
+    def __enter__(self) -> EmbeddedCoordinator:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,385 @@
+"""Requests and results of the group state machine, independent of Kafka wire versions.
+
+The asyncio shell decodes Kafka requests (any supported version) into these frozen
+dataclasses and encodes the results back; the state machine never sees a wire version.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class ErrorCode(enum.IntEnum):
+    """The Kafka protocol error codes this coordinator returns (values from Kafka's Errors)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    OFFSET_METADATA_TOO_LARGE = 12
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REQUEST = 42
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+
+
+class GroupState(enum.Enum):
+    """Classic group states, named as Kafka names them in DescribeGroups and ListGroups."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+# --- group membership -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinGroup:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    # JoinGroup v4+ (KIP-394): a new dynamic member must first learn its member id.
+    require_known_member_id: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinedMemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinGroupResult:
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinedMemberMetadata, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncGroup:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncGroupResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Heartbeat:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeartbeatResult:
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeavingMember:
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaveGroup:
+    group_id: str
+    members: tuple[LeavingMember, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeftMember:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeaveGroupResult:
+    error: ErrorCode
+    members: tuple[LeftMember, ...] = ()
+
+
+# --- offsets ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommittedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetCommit:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: tuple[CommittedOffset, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetCommitResult:
+    errors: tuple[tuple[str, int, ErrorCode], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetFetch:
+    group_id: str
+    # None asks for every committed offset of the group.
+    partitions: tuple[tuple[str, int], ...] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    error: ErrorCode = ErrorCode.NONE
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetFetchResult:
+    error: ErrorCode
+    offsets: tuple[FetchedOffset, ...] = ()
+
+
+# --- administration -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListGroups:
+    states: frozenset[str] = frozenset()  # lower-case state names; empty means all
+    types: frozenset[str] = frozenset()  # lower-case group types; empty means all
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: GroupState
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListGroupsResult:
+    groups: tuple[ListedGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribeGroups:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedGroup:
+    group_id: str
+    error: ErrorCode
+    state: GroupState
+    protocol_type: str
+    protocol_name: str
+    members: tuple[DescribedMember, ...]
+    generation_id: int = -1
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribeGroupsResult:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteGroups:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteGroupsResult:
+    results: tuple[tuple[str, ErrorCode], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewTopic:
+    name: str
+    num_partitions: int  # -1: the coordinator's default
+    replication_factor: int  # -1: the default; this single node only has 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateTopics:
+    topics: tuple[NewTopic, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreatedTopic:
+    name: str
+    error: ErrorCode
+    message: str | None = None
+    topic_id: bytes = bytes(16)
+    num_partitions: int = -1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateTopicsResult:
+    topics: tuple[CreatedTopic, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Topic:
+    """A topic this coordinator knows, so consumer-protocol assignors see its partitions."""
+
+    name: str
+    partitions: int
+    topic_id: bytes  # 16 bytes, Kafka's topic UUID
+
+
+Request = (
+    JoinGroup
+    | SyncGroup
+    | Heartbeat
+    | LeaveGroup
+    | OffsetCommit
+    | OffsetFetch
+    | ListGroups
+    | DescribeGroups
+    | DeleteGroups
+    | CreateTopics
+)
+Result = (
+    JoinGroupResult
+    | SyncGroupResult
+    | HeartbeatResult
+    | LeaveGroupResult
+    | OffsetCommitResult
+    | OffsetFetchResult
+    | ListGroupsResult
+    | DescribeGroupsResult
+    | DeleteGroupsResult
+    | CreateTopicsResult
+)
+
+
+# --- what a step of the state machine asks the shell to do ----------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberSnapshot:
+    """A member as it is stored durably (what a restarted coordinator needs)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupSnapshot:
+    """Durable group metadata, written whenever a generation is settled."""
+
+    group_id: str
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    members: tuple[MemberSnapshot, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupDeleted:
+    group_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetsCommitted:
+    group_id: str
+    offsets: tuple[CommittedOffset, ...]
+
+
+StoreWrite = GroupSnapshot | GroupDeleted | OffsetsCommitted | Topic
+
+
+@dataclass(frozen=True, kw_only=True)
+class MembershipEvent:
+    """One membership change, for structured logs and observers."""
+
+    kind: str  # joined, left, expired, fenced, rebalance, generation, assigned, emptied, deleted
+    group_id: str
+    generation_id: int
+    member_id: str | None = None
+    group_instance_id: str | None = None
+    detail: str = ""
+
+
+@dataclass(kw_only=True)
+class Effects:
+    """What one step of the state machine produced.
+
+    The shell writes ``writes`` durably first, then sends ``replies`` (a reply may answer
+    a request handed in earlier, such as a JoinGroup parked until its rebalance completes),
+    then logs ``events``.
+    """
+
+    replies: list[tuple[object, Result]] = field(default_factory=list)
+    writes: list[StoreWrite] = field(default_factory=list)
+    events: list[MembershipEvent] = field(default_factory=list)

@@ -1,0 +1,393 @@
+"""The asyncio shell around the group state machine.
+
+It frames and decodes Kafka requests, hands them to :class:`GroupCoordinator` with the current
+time, writes the state machine's durable changes, encodes and sends the replies, and wakes the
+state machine when its next timer is due. Like a Kafka broker it handles one request per
+connection at a time (the connection is "muted" while a JoinGroup or SyncGroup waits for the
+rest of the group), and it treats a connection that breaks the protocol by closing only it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import logging
+import sqlite3
+import struct
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from coordinator_api._errors import CoordinatorStartError
+from coordinator_api.server import _wire
+from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._messages import (
+    Effects,
+    ErrorCode,
+    MembershipEvent,
+    OffsetFetchResult,
+    Topic,
+)
+from coordinator_api.server._state import GroupCoordinator
+from coordinator_api.server._store import SqliteStore
+
+log = logging.getLogger("coordinator_api.server")
+membership_log = logging.getLogger("coordinator_api.server.membership")
+
+# A connection with this many complete requests queued stops being read until it catches up.
+_MAX_QUEUED_REQUESTS = 32
+
+
+class CoordinatorServer:
+    """The embedded coordinator as an asyncio TCP server.
+
+    :param host: address to listen on; 127.0.0.1 unless told otherwise.
+    :param port: port to listen on; 0 picks a free one (see :attr:`port` after :meth:`start`).
+    :param config: coordinator settings.
+    :param data_dir: where durable state lives; ``None`` keeps everything in memory.
+    :param topics: topics to declare at start (name -> partition count), kept if they exist.
+    :param advertised_host: the host clients are told to connect to (Metadata,
+        FindCoordinator); defaults to ``host``, or 127.0.0.1 when listening on all addresses.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: CoordinatorConfig | None = None,
+        data_dir: str | Path | None = None,
+        topics: Mapping[str, int] | None = None,
+        advertised_host: str | None = None,
+    ) -> None:
+        self.config = config or CoordinatorConfig()
+        self.host = host
+        self._requested_port = port
+        self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._declared_topics = dict(topics or {})
+        self.state = GroupCoordinator(self.config)
+        self._store: SqliteStore | None = None
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connections: set[_Connection] = set()
+        self._inflight: dict[int, tuple[_Connection, _wire.Frame]] = {}
+        self._refs = itertools.count(1)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline: int | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self._advertised_host}:{self.port}"
+
+    async def start(self) -> None:
+        """Load durable state, declare topics and start listening."""
+        self._loop = asyncio.get_running_loop()
+        if self._data_dir is not None:
+            self._store = SqliteStore(self._data_dir)
+            topics, groups, offsets = self._store.load()
+            self.state.restore(topics=topics, groups=groups, offsets=offsets, now_ms=self._now_ms())
+        for name, partitions in self._declared_topics.items():
+            existing = self.state.topic(name)
+            if existing is not None:
+                if existing.partitions != partitions:
+                    log.warning(
+                        "topic %s exists with %d partitions; keeping it (declared: %d)",
+                        name,
+                        existing.partitions,
+                        partitions,
+                    )
+                continue
+            self._apply(self.state.create_topic(name, partitions))
+        try:
+            self._server = await self._loop.create_server(
+                lambda: _Connection(self), self.host, self._requested_port
+            )
+        except OSError as exc:
+            raise CoordinatorStartError(
+                f"cannot listen on {self.host}:{self._requested_port}: {exc}; choose another "
+                "port, or 0 for a free one"
+            ) from exc
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._idle_task = asyncio.create_task(self._close_idle_connections())
+        log.info(
+            "coordinator listening on %s:%d (data dir: %s)",
+            self.host,
+            self.port,
+            self._data_dir or "none, state in memory",
+        )
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None, "call start() first"
+        await self._server.serve_forever()
+
+    async def close(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self._connections):
+            conn.close("coordinator shutting down")
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    # --- time and timers ------------------------------------------------------------------
+
+    def _now_ms(self) -> int:
+        assert self._loop is not None
+        return int(self._loop.time() * 1000)
+
+    def _reschedule(self) -> None:
+        deadline = self.state.next_deadline()
+        if deadline == self._timer_deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_deadline = deadline
+        if deadline is not None and self._loop is not None:
+            self._timer = self._loop.call_at(deadline / 1000, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline = None
+        self._apply(self.state.expire(self._now_ms()))
+
+    async def _close_idle_connections(self) -> None:
+        idle_ms = self.config.connections_max_idle_ms
+        period = max(min(idle_ms / 4000, 30.0), 0.05)
+        while True:
+            await asyncio.sleep(period)
+            now = self._now_ms()
+            for conn in list(self._connections):
+                if conn.busy_ref is None and now - conn.last_activity_ms > idle_ms:
+                    conn.close(f"idle for more than {idle_ms} ms")
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def _apply(self, fx: Effects) -> None:
+        if fx.writes and self._store is not None:
+            try:
+                self._store.apply(fx.writes)
+            except sqlite3.Error:
+                # Nothing that was not stored may be acknowledged: drop the connections
+                # waiting for these replies; their clients retry, as after a broker failure.
+                log.exception("could not store coordinator state; closing affected connections")
+                for ref, _ in fx.replies:
+                    entry = self._inflight.pop(ref, None) if isinstance(ref, int) else None
+                    if entry is not None:
+                        entry[0].close("state could not be stored")
+                self._reschedule()
+                return
+        for ref, result in fx.replies:
+            entry = self._inflight.pop(ref, None) if isinstance(ref, int) else None
+            if entry is not None:
+                conn, frame = entry
+                conn.finish(frame, _wire.to_response(frame, result))
+        for event in fx.events:
+            _log_event(event)
+        self._reschedule()
+
+    def handle_frame(self, conn: _Connection, payload: bytes) -> None:
+        """Route one complete request. Raises MalformedRequest to have the connection closed."""
+        frame = _wire.peek_frame(payload)
+        api = _wire.API_KEYS.get(frame.api_key)
+        if api is None:
+            raise _wire.MalformedRequest(f"unknown api key {frame.api_key}")
+        if not api.min_version <= frame.api_version <= api.max_version:
+            if frame.api_key == _wire.API_VERSIONS_KEY:
+                # KIP-511: answer with v0 and our versions, so the client can retry with one.
+                v0 = _wire.Frame(frame.api_key, 0, frame.correlation_id)
+                conn.finish(v0, _wire.api_versions_response(0, ErrorCode.UNSUPPORTED_VERSION))
+                return
+            raise _wire.MalformedRequest(
+                f"api key {frame.api_key} v{frame.api_version} is not supported "
+                f"(v{api.min_version}-v{api.max_version} are)"
+            )
+        message = _wire.decode(frame, payload)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("request from %s: %r", conn.client_host, message)
+        key = frame.api_key
+        if key == _wire.API_VERSIONS_KEY:
+            conn.finish(frame, _wire.api_versions_response(frame.api_version))
+        elif key == 3:
+            conn.finish(frame, self._metadata(frame, message))
+        elif key == 10:
+            conn.finish(
+                frame,
+                _wire.find_coordinator_response(
+                    frame.api_version,
+                    message,
+                    node_id=self.config.node_id,
+                    host=self._advertised_host,
+                    port=self.port,
+                ),
+            )
+        elif key in _wire.LOG_APIS:
+            if key == 0 and message.acks == 0:
+                conn.finish(frame, None)  # acks=0: the producer expects no response
+            else:
+                conn.finish(frame, _wire.not_a_log_response(frame, message))
+        elif key == 9 and frame.api_version >= 8:
+            now = self._now_ms()
+            results: list[tuple[str, OffsetFetchResult]] = []
+            for group_fetch in _wire.offset_fetch_groups(message):
+                fx = self.state.handle(None, group_fetch, now)
+                result = fx.replies[0][1]
+                assert isinstance(result, OffsetFetchResult)
+                results.append((group_fetch.group_id, result))
+            conn.finish(frame, _wire.offset_fetch_batch_response(frame, results))
+        else:
+            ref = next(self._refs)
+            self._inflight[ref] = (conn, frame)
+            conn.busy_ref = ref
+            request = _wire.to_request(frame, message, conn.client_host)
+            self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _metadata(self, frame: _wire.Frame, message: Any) -> Any:
+        if self.config.auto_create_topics and message.topics:
+            allowed = frame.api_version < 4 or message.allow_auto_topic_creation
+            for requested in message.topics:
+                name = requested.name
+                if allowed and name is not None and self.state.topic(name) is None:
+                    self._apply(self.state.create_topic(name, self.config.default_num_partitions))
+        topics: dict[str, Topic] = {t.name: t for t in self.state.topics()}
+        return _wire.metadata_response(
+            frame.api_version,
+            message,
+            topics,
+            node_id=self.config.node_id,
+            host=self._advertised_host,
+            port=self.port,
+            cluster_id=self.config.cluster_id,
+        )
+
+    def connection_closed(self, conn: _Connection) -> None:
+        self._connections.discard(conn)
+        ref = conn.busy_ref
+        if ref is not None and self._inflight.pop(ref, None) is not None:
+            self._apply(self.state.abandon(ref, self._now_ms()))
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: frames requests and answers them one at a time, in order."""
+
+    def __init__(self, server: CoordinatorServer) -> None:
+        self._server = server
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._reading_paused = False
+        self._writing_paused = False
+        self.busy_ref: int | None = None  # a request parked in the state machine
+        self._processing = False
+        self.client_host = ""
+        self.last_activity_ms = server._now_ms()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.client_host = f"/{peer[0]}" if peer else ""
+        self._server._connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        self._queue.clear()
+        self._server.connection_closed(self)
+
+    def close(self, reason: str) -> None:
+        if self._transport is not None:
+            log.info("closing connection from %s: %s", self.client_host, reason)
+            self._transport.close()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._process()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity_ms = self._server._now_ms()
+        self._buffer += data
+        limit = self._server.config.max_request_bytes
+        while len(self._buffer) >= 4:
+            (size,) = struct.unpack_from(">i", self._buffer)
+            if size <= 0 or size > limit:
+                self.close(f"request size {size} is outside 1..{limit} bytes")
+                return
+            if len(self._buffer) < 4 + size:
+                break
+            self._queue.append(bytes(self._buffer[4 : 4 + size]))
+            del self._buffer[: 4 + size]
+        if len(self._queue) >= _MAX_QUEUED_REQUESTS and self._transport is not None:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        self._process()
+
+    def _process(self) -> None:
+        # Re-entrant calls (a reply sent while routing a request) return here at once; the
+        # outer loop picks up the next request.
+        if self._processing:
+            return
+        self._processing = True
+        try:
+            while (
+                self._queue
+                and self.busy_ref is None
+                and not self._writing_paused
+                and self._transport is not None
+            ):
+                payload = self._queue.popleft()
+                try:
+                    self._server.handle_frame(self, payload)
+                except _wire.MalformedRequest as exc:
+                    self.close(str(exc))
+                    return
+                except Exception:
+                    # A bug must cost this connection only, never the server.
+                    log.exception("unexpected error handling a request from %s", self.client_host)
+                    self.close("internal error")
+                    return
+        finally:
+            self._processing = False
+        if self._reading_paused and len(self._queue) < _MAX_QUEUED_REQUESTS // 2 and self._transport:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    def finish(self, frame: _wire.Frame, response: Any) -> None:
+        """Send the answer to the current request and move on to the next one."""
+        self.busy_ref = None
+        self.last_activity_ms = self._server._now_ms()
+        if self._transport is None:
+            return
+        if response is not None:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("response to %s: %r", self.client_host, response)
+            self._transport.write(_wire.encode(frame, response))
+        self._process()
+
+
+def _log_event(event: MembershipEvent) -> None:
+    membership_log.info(
+        "%s group=%s generation=%d member=%s instance=%s %s",
+        event.kind,
+        event.group_id,
+        event.generation_id,
+        event.member_id or "-",
+        event.group_instance_id or "-",
+        event.detail,
+        extra={"membership_event": asdict(event)},
+    )

@@ -1,0 +1,1071 @@
+"""The embedded coordinator's group state machine (sans-IO).
+
+Rules, as Kafka's classic group coordinator has them (GroupCoordinator / GroupMetadata):
+
+States and transitions::
+
+    Empty ──join──▶ PreparingRebalance ──all joined / rebalance timeout──▶ CompletingRebalance
+      ▲                    ▲     │                                              │
+      │      member joins, │     └── nobody left ──▶ Empty (generation + 1)     │ leader's SyncGroup
+      │      leaves, expires, or the leader rejoins                              ▼
+      └──────────── last member leaves (via PreparingRebalance) ◀──────────── Stable
+
+* A generation ends when every known member has sent JoinGroup again (or the rebalance
+  timeout, the largest of the members', passes: members that did not rejoin are removed).
+  The generation id then grows by one, the protocol every member supports with the most
+  first-choice votes is chosen, and the leader (the first member, kept while it stays)
+  receives every member's metadata.
+* An empty group's first rebalance waits ``initial_rebalance_delay_ms`` for more members,
+  extended while members keep arriving, at most up to the rebalance timeout.
+* A new dynamic member on JoinGroup v4+ gets MEMBER_ID_REQUIRED with its id (KIP-394) and
+  counts as pending until it joins with that id or its session timeout passes.
+* A static member (``group_instance_id``, KIP-345) that rejoins with no member id replaces its
+  old member id, which is fenced (FENCED_INSTANCE_ID) from then on. In a Stable group whose
+  chosen protocol does not change, that costs no rebalance: it gets its old assignment back.
+* Sessions: any request from a member restarts its session; a member waiting for a JoinGroup
+  or SyncGroup answer is alive by that request. After a join completes, every member must send
+  SyncGroup within the rebalance timeout or it is removed.
+* Offset commits are fenced: from a group member the generation and member id must be current
+  (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
+  accepted while the group is Empty (a group that only stores offsets).
+
+The machine never reads a clock or touches I/O: every entry point takes ``now_ms`` and returns
+:class:`Effects`. ``next_deadline()`` tells the shell when to call :meth:`expire` next.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._messages import (
+    CommittedOffset,
+    CreatedTopic,
+    CreateTopics,
+    CreateTopicsResult,
+    DeleteGroups,
+    DeleteGroupsResult,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroups,
+    DescribeGroupsResult,
+    Effects,
+    ErrorCode,
+    FetchedOffset,
+    GroupDeleted,
+    GroupSnapshot,
+    GroupState,
+    Heartbeat,
+    HeartbeatResult,
+    JoinedMemberMetadata,
+    JoinGroup,
+    JoinGroupResult,
+    LeaveGroup,
+    LeaveGroupResult,
+    LeftMember,
+    ListedGroup,
+    ListGroups,
+    ListGroupsResult,
+    MembershipEvent,
+    MemberSnapshot,
+    NewTopic,
+    OffsetCommit,
+    OffsetCommitResult,
+    OffsetFetch,
+    OffsetFetchResult,
+    OffsetsCommitted,
+    Request,
+    SyncGroup,
+    SyncGroupResult,
+    Topic,
+)
+
+RequestRef = Hashable
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _new_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+def _new_topic_id() -> bytes:
+    return uuid.uuid4().bytes
+
+
+@dataclass(eq=False)
+class _Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    assignment: bytes = b""
+    awaiting_join: RequestRef | None = None
+    awaiting_sync: RequestRef | None = None
+    session_deadline: int = 0
+
+    def metadata_for(self, protocol: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    def snapshot(self) -> MemberSnapshot:
+        return MemberSnapshot(
+            member_id=self.member_id,
+            group_instance_id=self.group_instance_id,
+            client_id=self.client_id,
+            client_host=self.client_host,
+            session_timeout_ms=self.session_timeout_ms,
+            rebalance_timeout_ms=self.rebalance_timeout_ms,
+            protocols=self.protocols,
+            assignment=self.assignment,
+        )
+
+
+@dataclass(eq=False)
+class _Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, _Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    pending_members: dict[str, int] = field(default_factory=dict)  # member id -> deadline
+    pending_sync: set[str] = field(default_factory=set)
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    join_deadline: int | None = None
+    sync_deadline: int | None = None
+    in_initial_delay: bool = False
+    initial_delay_remaining_ms: int = 0
+    new_member_added: bool = False
+
+    def max_rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def candidate_protocols(self) -> set[str]:
+        """Protocols every member supports."""
+        counts = Counter(name for m in self.members.values() for name, _ in m.protocols)
+        return {name for name, n in counts.items() if n == len(self.members)}
+
+    def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
+        if not protocol_type or not protocols:
+            return False
+        if not self.members:
+            return True
+        names = {name for name, _ in protocols}
+        return self.protocol_type == protocol_type and bool(names & self.candidate_protocols())
+
+    def select_protocol(self) -> str:
+        """Each member votes for its first choice among the protocols everyone supports."""
+        candidates = self.candidate_protocols()
+        votes: Counter[str] = Counter()
+        for member in self.members.values():
+            votes[next(name for name, _ in member.protocols if name in candidates)] += 1
+        # Most votes wins; ties go to the name first in the leader's preference order.
+        leader = self.members.get(self.leader_id or "")
+        order = [name for name, _ in leader.protocols] if leader else sorted(candidates)
+        return max(votes, key=lambda name: (votes[name], -order.index(name)))
+
+    def all_joined(self) -> bool:
+        return not self.pending_members and all(m.awaiting_join is not None for m in self.members.values())
+
+    def snapshot(self) -> GroupSnapshot:
+        return GroupSnapshot(
+            group_id=self.group_id,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader_id=self.leader_id,
+            members=tuple(m.snapshot() for m in self.members.values()),
+        )
+
+
+class GroupCoordinator:
+    """Classic-protocol group coordination over requests and the current time.
+
+    :param config: the coordinator's settings.
+    :param member_id_factory: makes a new member id from a client id or group instance id
+        (injectable so tests get predictable ids).
+    :param topic_id_factory: makes a 16-byte topic id for a new topic.
+    """
+
+    def __init__(
+        self,
+        config: CoordinatorConfig | None = None,
+        *,
+        member_id_factory: Callable[[str], str] = _new_member_id,
+        topic_id_factory: Callable[[], bytes] = _new_topic_id,
+    ) -> None:
+        self._config = config or CoordinatorConfig()
+        self._new_member_id = member_id_factory
+        self._new_topic_id = topic_id_factory
+        self._groups: dict[str, _Group] = {}
+        self._topics: dict[str, Topic] = {}
+        # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
+        # when popped, so resetting a session costs no heap work.
+        self._timers: list[tuple[int, int, str, str, str]] = []
+        self._timer_seq = 0
+
+    # --- restoring durable state ---------------------------------------------------------
+
+    def restore(
+        self,
+        *,
+        topics: Iterable[Topic],
+        groups: Iterable[GroupSnapshot],
+        offsets: Iterable[tuple[str, CommittedOffset]],
+        now_ms: int,
+    ) -> None:
+        """Load what a previous run stored. Restored members must heartbeat within their
+        session timeout from ``now_ms`` or they expire, as after a Kafka coordinator moves."""
+        for topic in topics:
+            self._topics[topic.name] = topic
+        for snap in groups:
+            group = _Group(
+                snap.group_id,
+                generation_id=snap.generation_id,
+                protocol_type=snap.protocol_type,
+                protocol_name=snap.protocol_name,
+                leader_id=snap.leader_id,
+            )
+            for ms in snap.members:
+                member = _Member(
+                    member_id=ms.member_id,
+                    group_instance_id=ms.group_instance_id,
+                    client_id=ms.client_id,
+                    client_host=ms.client_host,
+                    session_timeout_ms=ms.session_timeout_ms,
+                    rebalance_timeout_ms=ms.rebalance_timeout_ms,
+                    protocol_type=snap.protocol_type or "",
+                    protocols=ms.protocols,
+                    assignment=ms.assignment,
+                )
+                self._add_member_record(group, member, now_ms)
+            group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+            self._groups[group.group_id] = group
+        for group_id, committed in offsets:
+            group = self._groups.setdefault(group_id, _Group(group_id))
+            group.offsets[(committed.topic, committed.partition)] = committed
+
+    # --- read access for the shell -------------------------------------------------------
+
+    def topics(self) -> list[Topic]:
+        return sorted(self._topics.values(), key=lambda t: t.name)
+
+    def topic(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def group_state(self, group_id: str) -> GroupState:
+        group = self._groups.get(group_id)
+        return group.state if group else GroupState.DEAD
+
+    # --- entry points ----------------------------------------------------------------------
+
+    def handle(self, ref: RequestRef, request: Request, now_ms: int) -> Effects:
+        """Take one request. Its result is among the returned replies, or, for a JoinGroup or
+        SyncGroup that must wait for the rest of the group, in the effects of a later call."""
+        fx = Effects()
+        if isinstance(request, JoinGroup):
+            self._join_group(ref, request, now_ms, fx)
+        elif isinstance(request, SyncGroup):
+            self._sync_group(ref, request, now_ms, fx)
+        elif isinstance(request, Heartbeat):
+            fx.replies.append((ref, self._heartbeat(request, now_ms)))
+        elif isinstance(request, LeaveGroup):
+            fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
+        elif isinstance(request, OffsetCommit):
+            fx.replies.append((ref, self._offset_commit(request, now_ms, fx)))
+        elif isinstance(request, OffsetFetch):
+            fx.replies.append((ref, self._offset_fetch(request)))
+        elif isinstance(request, ListGroups):
+            fx.replies.append((ref, self._list_groups(request)))
+        elif isinstance(request, DescribeGroups):
+            fx.replies.append((ref, self._describe_groups(request)))
+        elif isinstance(request, DeleteGroups):
+            fx.replies.append((ref, self._delete_groups(request, fx)))
+        else:
+            fx.replies.append((ref, self._create_topics(request, fx)))
+        return fx
+
+    def abandon(self, ref: RequestRef, now_ms: int) -> Effects:
+        """The connection behind a parked JoinGroup or SyncGroup closed: forget the request.
+
+        The member stays until its session (now counting again) or the rebalance times out,
+        exactly as when a Kafka client dies mid-rebalance.
+        """
+        for group in self._groups.values():
+            for member in group.members.values():
+                if member.awaiting_join == ref:
+                    member.awaiting_join = None
+                    self._touch(member, now_ms)
+                if member.awaiting_sync == ref:
+                    member.awaiting_sync = None
+                    self._touch(member, now_ms)
+        return Effects()
+
+    def next_deadline(self) -> int | None:
+        """The earliest time at which :meth:`expire` may have work, or None."""
+        return self._timers[0][0] if self._timers else None
+
+    def expire(self, now_ms: int) -> Effects:
+        """Fire every timer due at ``now_ms``: sessions, pending members, rebalance phases."""
+        fx = Effects()
+        while self._timers and self._timers[0][0] <= now_ms:
+            deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
+            group = self._groups.get(group_id)
+            if group is None:
+                continue
+            if kind == "session":
+                self._check_session(group, member_id, now_ms, fx)
+            elif kind == "pending":
+                if group.pending_members.get(member_id, now_ms + 1) <= now_ms:
+                    del group.pending_members[member_id]
+                    self._event(fx, "expired", group, member_id, detail="pending member never joined")
+                    self._try_complete_join(group, now_ms, fx)
+                    self._maybe_forget(group)
+            elif kind == "join":
+                if group.join_deadline == deadline:
+                    self._join_deadline_passed(group, now_ms, fx)
+            elif kind == "sync" and group.sync_deadline == deadline:
+                self._sync_deadline_passed(group, now_ms, fx)
+        return fx
+
+    def create_topic(self, name: str, partitions: int) -> Effects:
+        """Declare a topic directly (from the CLI or a config file). Raises nothing: the
+        result says whether it was created."""
+        fx = Effects()
+        request = CreateTopics(topics=(NewTopic(name=name, num_partitions=partitions, replication_factor=1),))
+        fx.replies.append((None, self._create_topics(request, fx)))
+        return fx
+
+    # --- timers ------------------------------------------------------------------------------
+
+    def _schedule(self, deadline: int, kind: str, group_id: str, member_id: str = "") -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (deadline, self._timer_seq, kind, group_id, member_id))
+
+    def _touch(self, member: _Member, now_ms: int) -> None:
+        member.session_deadline = now_ms + member.session_timeout_ms
+
+    def _check_session(self, group: _Group, member_id: str, now_ms: int, fx: Effects) -> None:
+        member = group.members.get(member_id)
+        if member is None:
+            return
+        if member.awaiting_join is not None or member.awaiting_sync is not None:
+            # Alive by its parked request; look again one session later.
+            self._schedule(now_ms + member.session_timeout_ms, "session", group.group_id, member_id)
+        elif member.session_deadline > now_ms:
+            self._schedule(member.session_deadline, "session", group.group_id, member_id)
+        else:
+            self._remove_member(group, member, now_ms, fx, "expired", "session timeout passed")
+
+    # --- JoinGroup ---------------------------------------------------------------------------
+
+    def _join_group(self, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects) -> None:
+        def fail(error: ErrorCode) -> None:
+            fx.replies.append((ref, JoinGroupResult(error=error, member_id=req.member_id)))
+
+        if not req.group_id:
+            return fail(ErrorCode.INVALID_GROUP_ID)
+        cfg = self._config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
+        if req.rebalance_timeout_ms <= 0:
+            return fail(ErrorCode.INVALID_REQUEST)
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.member_id:
+                return fail(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = self._groups[req.group_id] = _Group(req.group_id)
+        if not group.supports(req.protocol_type, req.protocols):
+            fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        elif req.member_id:
+            self._join_known_member(group, ref, req, now_ms, fx)
+        else:
+            self._join_new_member(group, ref, req, now_ms, fx)
+        self._maybe_forget(group)
+        return None
+
+    def _is_full(self, group: _Group) -> bool:
+        limit = self._config.max_group_size
+        return limit is not None and len(group.members) + len(group.pending_members) >= limit
+
+    def _join_new_member(
+        self, group: _Group, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
+    ) -> None:
+        instance = req.group_instance_id
+        if instance is not None and instance in group.static_members:
+            new_id = self._new_member_id(instance)
+            self._replace_static_member(group, group.static_members[instance], new_id, ref, req, now_ms, fx)
+            return
+        if self._is_full(group):
+            fx.replies.append((ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED)))
+            return
+        new_id = self._new_member_id(instance if instance is not None else req.client_id)
+        if instance is None and req.require_known_member_id:
+            deadline = now_ms + req.session_timeout_ms
+            group.pending_members[new_id] = deadline
+            self._schedule(deadline, "pending", group.group_id, new_id)
+            fx.replies.append((ref, JoinGroupResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id)))
+            return
+        self._add_member_and_rebalance(group, new_id, ref, req, now_ms, fx)
+
+    def _join_known_member(
+        self, group: _Group, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
+    ) -> None:
+        if req.member_id in group.pending_members:
+            del group.pending_members[req.member_id]
+            self._add_member_and_rebalance(group, req.member_id, ref, req, now_ms, fx)
+            return
+        if self._is_fenced(group, req.group_instance_id, req.member_id):
+            fx.replies.append(
+                (ref, JoinGroupResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=req.member_id))
+            )
+            return
+        member = group.members.get(req.member_id)
+        if member is None:
+            fx.replies.append(
+                (ref, JoinGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            )
+            return
+        unchanged = member.protocols == req.protocols
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._update_member(member, ref, req, now_ms, fx)
+            self._try_complete_join(group, now_ms, fx)
+        elif group.state is GroupState.COMPLETING_REBALANCE and unchanged:
+            # A resent JoinGroup (its answer was lost): answer it again.
+            fx.replies.append((ref, self._join_result(group, member)))
+        elif group.state is GroupState.STABLE and unchanged and member.member_id != group.leader_id:
+            # A follower with nothing new: it keeps the current generation.
+            fx.replies.append((ref, self._join_result(group, member, with_members=False)))
+        else:
+            self._update_member(member, ref, req, now_ms, fx)
+            why = "leader rejoined" if member.member_id == group.leader_id else "metadata changed"
+            self._prepare_rebalance(group, now_ms, fx, f"{member.member_id}: {why}")
+
+    def _update_member(
+        self, member: _Member, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
+    ) -> None:
+        if member.awaiting_join is not None and member.awaiting_join != ref:
+            # A newer JoinGroup from the same member supersedes the parked one.
+            fx.replies.append(
+                (
+                    member.awaiting_join,
+                    JoinGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id),
+                )
+            )
+        member.protocols = req.protocols
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        member.awaiting_join = ref
+        self._touch(member, now_ms)
+
+    def _add_member_record(self, group: _Group, member: _Member, now_ms: int) -> None:
+        group.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            group.static_members[member.group_instance_id] = member.member_id
+        if group.leader_id is None or group.leader_id not in group.members:
+            group.leader_id = member.member_id
+        self._touch(member, now_ms)
+        self._schedule(member.session_deadline, "session", group.group_id, member.member_id)
+
+    def _add_member_and_rebalance(
+        self,
+        group: _Group,
+        member_id: str,
+        ref: RequestRef,
+        req: JoinGroup,
+        now_ms: int,
+        fx: Effects,
+    ) -> None:
+        if not group.members:
+            group.protocol_type = req.protocol_type
+        member = _Member(
+            member_id=member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=req.protocols,
+            awaiting_join=ref,
+        )
+        self._add_member_record(group, member, now_ms)
+        group.new_member_added = True
+        self._event(fx, "joined", group, member_id, req.group_instance_id, req.reason or "")
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._try_complete_join(group, now_ms, fx)
+        else:
+            self._prepare_rebalance(group, now_ms, fx, f"new member {member_id} joined")
+
+    def _replace_static_member(
+        self,
+        group: _Group,
+        old_id: str,
+        new_id: str,
+        ref: RequestRef,
+        req: JoinGroup,
+        now_ms: int,
+        fx: Effects,
+    ) -> None:
+        old = group.members.pop(old_id)
+        if old.awaiting_join is not None:
+            fx.replies.append(
+                (
+                    old.awaiting_join,
+                    JoinGroupResult(error=ErrorCode.FENCED_INSTANCE_ID, member_id=old_id),
+                )
+            )
+        if old.awaiting_sync is not None:
+            fx.replies.append((old.awaiting_sync, SyncGroupResult(error=ErrorCode.FENCED_INSTANCE_ID)))
+        previous_leader = group.leader_id
+        member = _Member(
+            member_id=new_id,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=req.protocols,
+            assignment=old.assignment,
+        )
+        self._add_member_record(group, member, now_ms)
+        if previous_leader == old_id:
+            group.leader_id = new_id
+        if old_id in group.pending_sync:
+            group.pending_sync.discard(old_id)
+            group.pending_sync.add(new_id)
+        self._event(fx, "fenced", group, old_id, req.group_instance_id, f"replaced by {new_id}")
+        self._event(fx, "joined", group, new_id, req.group_instance_id, "static member rejoined")
+        if group.state is GroupState.STABLE and group.select_protocol() == group.protocol_name:
+            # No rebalance: the member takes its old assignment back through SyncGroup. The old
+            # leader id is returned so a restarted leader does not compute a new assignment that
+            # a Stable group would never hand out.
+            fx.writes.append(group.snapshot())
+            fx.replies.append(
+                (
+                    ref,
+                    JoinGroupResult(
+                        error=ErrorCode.NONE,
+                        generation_id=group.generation_id,
+                        protocol_type=group.protocol_type,
+                        protocol_name=group.protocol_name,
+                        leader=previous_leader or "",
+                        member_id=new_id,
+                    ),
+                )
+            )
+            return
+        member.awaiting_join = ref
+        if group.state is GroupState.PREPARING_REBALANCE:
+            self._try_complete_join(group, now_ms, fx)
+        else:
+            self._prepare_rebalance(group, now_ms, fx, f"static member {req.group_instance_id} rejoined")
+
+    def _join_result(self, group: _Group, member: _Member, *, with_members: bool = True) -> JoinGroupResult:
+        members: tuple[JoinedMemberMetadata, ...] = ()
+        if with_members and member.member_id == group.leader_id:
+            members = tuple(
+                JoinedMemberMetadata(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata_for(group.protocol_name),
+                )
+                for m in group.members.values()
+            )
+        return JoinGroupResult(
+            error=ErrorCode.NONE,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            member_id=member.member_id,
+            members=members,
+        )
+
+    # --- rebalance phases -------------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: _Group, now_ms: int, fx: Effects, reason: str) -> None:
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            for member in group.members.values():
+                if member.awaiting_sync is not None:
+                    fx.replies.append(
+                        (
+                            member.awaiting_sync,
+                            SyncGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS),
+                        )
+                    )
+                    member.awaiting_sync = None
+                    self._touch(member, now_ms)
+        group.pending_sync.clear()
+        group.sync_deadline = None
+        delay = self._config.initial_rebalance_delay_ms
+        if group.state is GroupState.EMPTY and delay > 0:
+            group.in_initial_delay = True
+            group.new_member_added = False
+            group.initial_delay_remaining_ms = max(group.max_rebalance_timeout_ms() - delay, 0)
+            group.join_deadline = now_ms + delay
+        else:
+            group.in_initial_delay = False
+            group.join_deadline = now_ms + group.max_rebalance_timeout_ms()
+        group.state = GroupState.PREPARING_REBALANCE
+        self._schedule(group.join_deadline, "join", group.group_id)
+        self._event(fx, "rebalance", group, detail=reason)
+        self._try_complete_join(group, now_ms, fx)
+
+    def _try_complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
+        if (
+            group.state is GroupState.PREPARING_REBALANCE
+            and not group.in_initial_delay
+            and group.all_joined()
+        ):
+            self._complete_join(group, now_ms, fx)
+
+    def _join_deadline_passed(self, group: _Group, now_ms: int, fx: Effects) -> None:
+        if group.in_initial_delay and group.new_member_added and group.initial_delay_remaining_ms > 0:
+            step = min(self._config.initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
+            group.initial_delay_remaining_ms -= step
+            group.new_member_added = False
+            group.join_deadline = now_ms + step
+            self._schedule(group.join_deadline, "join", group.group_id)
+            return
+        group.in_initial_delay = False
+        self._complete_join(group, now_ms, fx)
+
+    def _complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
+        group.join_deadline = None
+        for member in [m for m in group.members.values() if m.awaiting_join is None]:
+            self._drop_member(group, member, fx, "removed", "did not rejoin before the rebalance timeout")
+        group.generation_id += 1
+        if not group.members:
+            group.state = GroupState.EMPTY
+            group.protocol_name = None
+            group.leader_id = None
+            fx.writes.append(group.snapshot())
+            self._event(fx, "emptied", group)
+            return
+        if group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.protocol_name = group.select_protocol()
+        group.state = GroupState.COMPLETING_REBALANCE
+        group.pending_sync = set(group.members)
+        group.sync_deadline = now_ms + group.max_rebalance_timeout_ms()
+        self._schedule(group.sync_deadline, "sync", group.group_id)
+        self._event(
+            fx,
+            "generation",
+            group,
+            group.leader_id,
+            detail=f"protocol={group.protocol_name} members={len(group.members)}",
+        )
+        for member in group.members.values():
+            fx.replies.append((member.awaiting_join, self._join_result(group, member)))
+            member.awaiting_join = None
+            self._touch(member, now_ms)
+
+    def _sync_deadline_passed(self, group: _Group, now_ms: int, fx: Effects) -> None:
+        group.sync_deadline = None
+        late = [group.members[m] for m in group.pending_sync if m in group.members]
+        group.pending_sync.clear()
+        if group.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE) or not late:
+            return
+        for member in late:
+            self._drop_member(group, member, fx, "removed", "did not send SyncGroup in time")
+        self._prepare_rebalance(group, now_ms, fx, "members did not sync in time")
+
+    # --- SyncGroup ---------------------------------------------------------------------------
+
+    def _sync_group(self, ref: RequestRef, req: SyncGroup, now_ms: int, fx: Effects) -> None:
+        def reply(error: ErrorCode, assignment: bytes = b"") -> None:
+            fx.replies.append(
+                (
+                    ref,
+                    SyncGroupResult(
+                        error=error,
+                        protocol_type=group.protocol_type if group else None,
+                        protocol_name=group.protocol_name if group else None,
+                        assignment=assignment,
+                    ),
+                )
+            )
+
+        group = self._groups.get(req.group_id)
+        if group is None:
+            return reply(ErrorCode.UNKNOWN_MEMBER_ID)
+        if self._is_fenced(group, req.group_instance_id, req.member_id):
+            return reply(ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(req.member_id)
+        if member is None:
+            return reply(ErrorCode.UNKNOWN_MEMBER_ID)
+        if req.generation_id != group.generation_id:
+            return reply(ErrorCode.ILLEGAL_GENERATION)
+        if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
+            req.protocol_name is not None and req.protocol_name != group.protocol_name
+        ):
+            return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        self._touch(member, now_ms)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return reply(ErrorCode.REBALANCE_IN_PROGRESS)
+        group.pending_sync.discard(member.member_id)
+        if group.state is GroupState.STABLE:
+            return reply(ErrorCode.NONE, member.assignment)
+        # CompletingRebalance: park until the leader's assignment arrives.
+        if member.awaiting_sync is not None and member.awaiting_sync != ref:
+            fx.replies.append((member.awaiting_sync, SyncGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS)))
+        member.awaiting_sync = ref
+        if member.member_id == group.leader_id:
+            assignments = dict(req.assignments)
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            group.state = GroupState.STABLE
+            fx.writes.append(group.snapshot())
+            self._event(fx, "assigned", group, member.member_id, detail=f"members={len(group.members)}")
+            for m in group.members.values():
+                if m.awaiting_sync is not None:
+                    fx.replies.append(
+                        (
+                            m.awaiting_sync,
+                            SyncGroupResult(
+                                error=ErrorCode.NONE,
+                                protocol_type=group.protocol_type,
+                                protocol_name=group.protocol_name,
+                                assignment=m.assignment,
+                            ),
+                        )
+                    )
+                    m.awaiting_sync = None
+            if not group.pending_sync:
+                group.sync_deadline = None
+        return None
+
+    # --- Heartbeat ---------------------------------------------------------------------------
+
+    def _heartbeat(self, req: Heartbeat, now_ms: int) -> HeartbeatResult:
+        group = self._groups.get(req.group_id)
+        if group is None:
+            return HeartbeatResult(error=ErrorCode.UNKNOWN_MEMBER_ID)
+        if self._is_fenced(group, req.group_instance_id, req.member_id):
+            return HeartbeatResult(error=ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(req.member_id)
+        if member is None:
+            return HeartbeatResult(error=ErrorCode.UNKNOWN_MEMBER_ID)
+        if req.generation_id != group.generation_id:
+            return HeartbeatResult(error=ErrorCode.ILLEGAL_GENERATION)
+        self._touch(member, now_ms)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            return HeartbeatResult(error=ErrorCode.REBALANCE_IN_PROGRESS)
+        return HeartbeatResult(error=ErrorCode.NONE)
+
+    # --- LeaveGroup --------------------------------------------------------------------------
+
+    def _leave_group(self, req: LeaveGroup, now_ms: int, fx: Effects) -> LeaveGroupResult:
+        group = self._groups.get(req.group_id)
+        if group is None:
+            return LeaveGroupResult(
+                error=ErrorCode.NONE,
+                members=tuple(
+                    LeftMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        error=ErrorCode.UNKNOWN_MEMBER_ID,
+                    )
+                    for m in req.members
+                ),
+            )
+        results = []
+        removed = False
+        for leaving in req.members:
+            member_id = leaving.member_id
+            if not member_id and leaving.group_instance_id is not None:
+                member_id = group.static_members.get(leaving.group_instance_id, "")
+            if self._is_fenced(group, leaving.group_instance_id, member_id):
+                error = ErrorCode.FENCED_INSTANCE_ID
+            elif member_id in group.pending_members:
+                del group.pending_members[member_id]
+                error = ErrorCode.NONE
+            elif member_id in group.members:
+                detail = leaving.reason or "left the group"
+                self._drop_member(group, group.members[member_id], fx, "left", detail)
+                removed = True
+                error = ErrorCode.NONE
+            else:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+            results.append(
+                LeftMember(
+                    member_id=leaving.member_id,
+                    group_instance_id=leaving.group_instance_id,
+                    error=error,
+                )
+            )
+        if removed:
+            self._rebalance_after_removal(group, now_ms, fx, "members left")
+        else:
+            self._try_complete_join(group, now_ms, fx)
+        return LeaveGroupResult(error=ErrorCode.NONE, members=tuple(results))
+
+    # --- member removal -----------------------------------------------------------------------
+
+    def _drop_member(self, group: _Group, member: _Member, fx: Effects, kind: str, detail: str) -> None:
+        """Remove a member without deciding about a rebalance (callers do that once)."""
+        if member.awaiting_join is not None:
+            fx.replies.append(
+                (
+                    member.awaiting_join,
+                    JoinGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id),
+                )
+            )
+        if member.awaiting_sync is not None:
+            fx.replies.append((member.awaiting_sync, SyncGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID)))
+        del group.members[member.member_id]
+        instance = member.group_instance_id
+        if instance is not None and group.static_members.get(instance) == member.member_id:
+            del group.static_members[instance]
+        group.pending_sync.discard(member.member_id)
+        if group.leader_id == member.member_id:
+            group.leader_id = next(iter(group.members), None)
+        self._event(fx, kind, group, member.member_id, instance, detail)
+
+    def _remove_member(
+        self, group: _Group, member: _Member, now_ms: int, fx: Effects, kind: str, detail: str
+    ) -> None:
+        self._drop_member(group, member, fx, kind, detail)
+        self._rebalance_after_removal(group, now_ms, fx, f"member {member.member_id} {kind}")
+
+    def _rebalance_after_removal(self, group: _Group, now_ms: int, fx: Effects, reason: str) -> None:
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, now_ms, fx, reason)
+        else:
+            self._try_complete_join(group, now_ms, fx)
+
+    def _is_fenced(self, group: _Group, instance: str | None, member_id: str) -> bool:
+        if instance is None:
+            return False
+        known = group.static_members.get(instance)
+        return known is not None and known != member_id
+
+    def _maybe_forget(self, group: _Group) -> None:
+        # A group that never completed a generation and holds nothing (a rejected first join,
+        # a pending member that never came back) leaves no trace, so junk ids cost no memory.
+        if (
+            group.state is GroupState.EMPTY
+            and group.generation_id == 0
+            and not group.members
+            and not group.pending_members
+            and not group.offsets
+        ):
+            self._groups.pop(group.group_id, None)
+
+    # --- offsets -------------------------------------------------------------------------------
+
+    def _offset_commit(self, req: OffsetCommit, now_ms: int, fx: Effects) -> OffsetCommitResult:
+        def all_fail(error: ErrorCode) -> OffsetCommitResult:
+            return OffsetCommitResult(errors=tuple((o.topic, o.partition, error) for o in req.offsets))
+
+        if not req.group_id:
+            return all_fail(ErrorCode.INVALID_GROUP_ID)
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                return all_fail(ErrorCode.ILLEGAL_GENERATION)
+            group = self._groups[req.group_id] = _Group(req.group_id)
+        elif not (req.generation_id < 0 and group.state is GroupState.EMPTY):
+            if self._is_fenced(group, req.group_instance_id, req.member_id):
+                return all_fail(ErrorCode.FENCED_INSTANCE_ID)
+            member = group.members.get(req.member_id)
+            if member is None:
+                return all_fail(ErrorCode.UNKNOWN_MEMBER_ID)
+            if req.generation_id != group.generation_id:
+                return all_fail(ErrorCode.ILLEGAL_GENERATION)
+            if group.state is GroupState.COMPLETING_REBALANCE:
+                return all_fail(ErrorCode.REBALANCE_IN_PROGRESS)
+            self._touch(member, now_ms)
+        errors = []
+        accepted = []
+        for committed in req.offsets:
+            topic = self._topics.get(committed.topic)
+            if topic is None or not 0 <= committed.partition < topic.partitions:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif (
+                committed.metadata is not None
+                and len(committed.metadata.encode()) > self._config.offset_metadata_max_bytes
+            ):
+                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                error = ErrorCode.NONE
+                accepted.append(committed)
+            errors.append((committed.topic, committed.partition, error))
+        for committed in accepted:
+            group.offsets[(committed.topic, committed.partition)] = committed
+        if accepted:
+            fx.writes.append(OffsetsCommitted(group_id=group.group_id, offsets=tuple(accepted)))
+        self._maybe_forget(group)
+        return OffsetCommitResult(errors=tuple(errors))
+
+    def _offset_fetch(self, req: OffsetFetch) -> OffsetFetchResult:
+        group = self._groups.get(req.group_id)
+        stored = group.offsets if group else {}
+        keys = sorted(stored) if req.partitions is None else list(req.partitions)
+        offsets = []
+        for topic, partition in keys:
+            committed = stored.get((topic, partition))
+            offsets.append(
+                FetchedOffset(
+                    topic=topic,
+                    partition=partition,
+                    offset=committed.offset if committed else -1,
+                    leader_epoch=committed.leader_epoch if committed else -1,
+                    metadata=committed.metadata if committed else "",
+                )
+            )
+        return OffsetFetchResult(error=ErrorCode.NONE, offsets=tuple(offsets))
+
+    # --- administration ------------------------------------------------------------------------
+
+    def _list_groups(self, req: ListGroups) -> ListGroupsResult:
+        listed = []
+        for group in sorted(self._groups.values(), key=lambda g: g.group_id):
+            if req.states and group.state.value.lower() not in req.states:
+                continue
+            if req.types and "classic" not in req.types:
+                continue
+            listed.append(
+                ListedGroup(
+                    group_id=group.group_id,
+                    protocol_type=group.protocol_type or "",
+                    state=group.state,
+                )
+            )
+        return ListGroupsResult(groups=tuple(listed))
+
+    def _describe_groups(self, req: DescribeGroups) -> DescribeGroupsResult:
+        described = []
+        for group_id in req.group_ids:
+            group = self._groups.get(group_id)
+            if group is None:
+                described.append(
+                    DescribedGroup(
+                        group_id=group_id,
+                        error=ErrorCode.NONE,
+                        state=GroupState.DEAD,
+                        protocol_type="",
+                        protocol_name="",
+                        members=(),
+                    )
+                )
+                continue
+            # As in Kafka, metadata and assignments are only shown for a Stable group.
+            stable = group.state is GroupState.STABLE
+            members = tuple(
+                DescribedMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    metadata=m.metadata_for(group.protocol_name) if stable else b"",
+                    assignment=m.assignment if stable else b"",
+                )
+                for m in group.members.values()
+            )
+            described.append(
+                DescribedGroup(
+                    group_id=group_id,
+                    error=ErrorCode.NONE,
+                    state=group.state,
+                    protocol_type=group.protocol_type or "",
+                    protocol_name=group.protocol_name or "" if stable else "",
+                    members=members,
+                    generation_id=group.generation_id,
+                )
+            )
+        return DescribeGroupsResult(groups=tuple(described))
+
+    def _delete_groups(self, req: DeleteGroups, fx: Effects) -> DeleteGroupsResult:
+        results = []
+        for group_id in req.group_ids:
+            group = self._groups.get(group_id)
+            if group is None:
+                results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))
+            elif group.state is not GroupState.EMPTY:
+                results.append((group_id, ErrorCode.NON_EMPTY_GROUP))
+            else:
+                del self._groups[group_id]
+                fx.writes.append(GroupDeleted(group_id=group_id))
+                self._event(fx, "deleted", group)
+                results.append((group_id, ErrorCode.NONE))
+        return DeleteGroupsResult(results=tuple(results))
+
+    def _create_topics(self, req: CreateTopics, fx: Effects) -> CreateTopicsResult:
+        created = []
+        for new in req.topics:
+            partitions = (
+                self._config.default_num_partitions if new.num_partitions == -1 else new.num_partitions
+            )
+
+            def fail(error: ErrorCode, message: str, name: str = new.name) -> None:
+                created.append(CreatedTopic(name=name, error=error, message=message))
+
+            if not _LEGAL_TOPIC.fullmatch(new.name) or new.name in (".", ".."):
+                fail(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    "topic names are 1 to 249 characters of ASCII letters, digits, '.', '_', '-'",
+                )
+            elif new.name in self._topics:
+                fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {new.name!r} already exists")
+            elif partitions < 1:
+                fail(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
+            elif new.replication_factor not in (-1, 1):
+                fail(
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "the embedded coordinator is a single node: replication factor must be 1",
+                )
+            else:
+                topic = Topic(name=new.name, partitions=partitions, topic_id=self._new_topic_id())
+                if not req.validate_only:
+                    self._topics[topic.name] = topic
+                    fx.writes.append(topic)
+                created.append(
+                    CreatedTopic(
+                        name=topic.name,
+                        error=ErrorCode.NONE,
+                        topic_id=topic.topic_id,
+                        num_partitions=partitions,
+                    )
+                )
+        return CreateTopicsResult(topics=tuple(created))
+
+    # --- events ---------------------------------------------------------------------------------
+
+    def _event(
+        self,
+        fx: Effects,
+        kind: str,
+        group: _Group,
+        member_id: str | None = None,
+        group_instance_id: str | None = None,
+        detail: str = "",
+    ) -> None:
+        fx.events.append(
+            MembershipEvent(
+                kind=kind,
+                group_id=group.group_id,
+                generation_id=group.generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                detail=detail,
+            )
+        )

@@ -1,0 +1,637 @@
+"""Kafka wire format <-> the state machine's messages, through kafka-python's message classes.
+
+Nothing here encodes a Kafka message by hand (ARCHITECTURE rule 3): kafka-python 3 generates
+its classes from Kafka's own JSON schemas, flexible versions and tagged fields included. This
+module only decides which versions to offer and maps fields, so the state machine never sees a
+wire version.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kafka.protocol.admin import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
+from coordinator_api.server._messages import (
+    CommittedOffset,
+    CreateTopics,
+    CreateTopicsResult,
+    DeleteGroups,
+    DeleteGroupsResult,
+    DescribeGroups,
+    DescribeGroupsResult,
+    ErrorCode,
+    Heartbeat,
+    HeartbeatResult,
+    JoinGroup,
+    JoinGroupResult,
+    LeaveGroup,
+    LeaveGroupResult,
+    LeavingMember,
+    ListGroups,
+    ListGroupsResult,
+    NewTopic,
+    OffsetCommit,
+    OffsetCommitResult,
+    OffsetFetch,
+    OffsetFetchResult,
+    Request,
+    Result,
+    SyncGroup,
+    SyncGroupResult,
+    Topic,
+)
+
+
+@dataclass(frozen=True)
+class _Api:
+    request: Any
+    response: Any
+    min_version: int
+    max_version: int
+
+
+# The versions offered. Each stops where a version would need something this coordinator does
+# not have (topic ids in OffsetCommit/OffsetFetch v10 and Fetch v13, KIP-848 fields), and starts
+# where kafka-python's schemas start.
+API_KEYS: dict[int, _Api] = {
+    0: _Api(ProduceRequest, ProduceResponse, 3, 9),
+    1: _Api(FetchRequest, FetchResponse, 4, 12),
+    2: _Api(ListOffsetsRequest, ListOffsetsResponse, 1, 7),
+    3: _Api(MetadataRequest, MetadataResponse, 0, 12),
+    8: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 9),
+    9: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 9),
+    10: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
+    11: _Api(JoinGroupRequest, JoinGroupResponse, 0, 9),
+    12: _Api(HeartbeatRequest, HeartbeatResponse, 0, 4),
+    13: _Api(LeaveGroupRequest, LeaveGroupResponse, 0, 5),
+    14: _Api(SyncGroupRequest, SyncGroupResponse, 0, 5),
+    15: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 5),
+    16: _Api(ListGroupsRequest, ListGroupsResponse, 0, 5),
+    18: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
+    19: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7),
+    42: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
+}
+API_VERSIONS_KEY = 18
+GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 19, 42})
+LOG_APIS = frozenset({0, 1, 2})
+# What Produce, Fetch and ListOffsets get: the request is well formed, but this server keeps
+# no log. INVALID_REQUEST is not retriable, so clients report it instead of retrying forever.
+NOT_A_LOG = ErrorCode.INVALID_REQUEST
+NOT_A_LOG_MESSAGE = "the embedded coordinator keeps no log: it only coordinates groups"
+
+
+class MalformedRequest(Exception):
+    """The bytes are not a request this server can read; the connection must close."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The fixed start of every request: enough to route it or to reject it."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def peek_frame(payload: bytes) -> Frame:
+    if len(payload) < 8:
+        raise MalformedRequest(f"a request of {len(payload)} bytes is shorter than its header")
+    api_key, api_version, correlation_id = struct.unpack_from(">hhi", payload)
+    return Frame(api_key, api_version, correlation_id)
+
+
+def decode(frame: Frame, payload: bytes) -> Any:
+    """Decode a request whose api key and version are supported, header included."""
+    api = API_KEYS[frame.api_key]
+    try:
+        message = api.request.decode(payload, version=frame.api_version, header=True)
+    except Exception as exc:  # kafka-python raises assorted errors on bad bytes
+        raise MalformedRequest(
+            f"cannot decode api key {frame.api_key} v{frame.api_version}: {exc!r}"
+        ) from exc
+    return message
+
+
+def encode(frame: Frame, response: Any) -> bytes:
+    # Every response is built with its version already set (the version= argument of
+    # encode() would also try to stamp it on the response header).
+    response.with_header(correlation_id=frame.correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+# --- answered by the shell without the state machine -----------------------------------------
+
+
+def api_versions_response(version: int, error: ErrorCode = ErrorCode.NONE) -> Any:
+    return ApiVersionsResponse(
+        version=version,
+        error_code=error,
+        api_keys=[
+            ApiVersionsResponse.ApiVersion(
+                api_key=key, min_version=api.min_version, max_version=api.max_version
+            )
+            for key, api in sorted(API_KEYS.items())
+        ],
+        throttle_time_ms=0,
+    )
+
+
+def metadata_response(
+    version: int,
+    request: Any,
+    topics: dict[str, Topic],
+    *,
+    node_id: int,
+    host: str,
+    port: int,
+    cluster_id: str,
+) -> Any:
+    partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+    if request.topics is None or (version == 0 and not request.topics):
+        names = sorted(topics)
+    else:
+        names = [t.name for t in request.topics if t.name is not None]
+    listed = []
+    for name in names:
+        topic = topics.get(name)
+        if topic is None:
+            listed.append(
+                MetadataResponse.MetadataResponseTopic(
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]
+                )
+            )
+            continue
+        listed.append(
+            MetadataResponse.MetadataResponseTopic(
+                error_code=ErrorCode.NONE,
+                name=name,
+                topic_id=_uuid(topic.topic_id),
+                is_internal=False,
+                partitions=[
+                    partition_cls(
+                        error_code=ErrorCode.NONE,
+                        partition_index=p,
+                        leader_id=node_id,
+                        leader_epoch=0,
+                        replica_nodes=[node_id],
+                        isr_nodes=[node_id],
+                        offline_replicas=[],
+                    )
+                    for p in range(topic.partitions)
+                ],
+                authorized_operations=None,
+            )
+        )
+    return MetadataResponse(
+        version=version,
+        throttle_time_ms=0,
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=None)],
+        cluster_id=cluster_id,
+        controller_id=node_id,
+        topics=listed,
+        authorized_operations=None,
+    )
+
+
+def find_coordinator_response(version: int, request: Any, *, node_id: int, host: str, port: int) -> Any:
+    # Key type 0 is a group; 1 (transactions) and 2 (share groups) are not coordinated here.
+    error = ErrorCode.NONE if request.key_type == 0 else ErrorCode.INVALID_REQUEST
+    message = None if error is ErrorCode.NONE else "only group coordinators are found here"
+    if version >= 4:
+        return FindCoordinatorResponse(
+            version=version,
+            throttle_time_ms=0,
+            coordinators=[
+                FindCoordinatorResponse.Coordinator(
+                    key=key,
+                    node_id=node_id if error is ErrorCode.NONE else -1,
+                    host=host if error is ErrorCode.NONE else "",
+                    port=port if error is ErrorCode.NONE else -1,
+                    error_code=error,
+                    error_message=message,
+                )
+                for key in request.coordinator_keys
+            ],
+        )
+    ok = error is ErrorCode.NONE
+    return FindCoordinatorResponse(
+        version=version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        node_id=node_id if ok else -1,
+        host=host if ok else "",
+        port=port if ok else -1,
+    )
+
+
+def not_a_log_response(frame: Frame, request: Any) -> Any:
+    """Answer Produce, Fetch or ListOffsets with NOT_A_LOG for every partition asked about."""
+    if frame.api_key == 0:
+        return ProduceResponse(
+            version=frame.api_version,
+            throttle_time_ms=0,
+            responses=[
+                ProduceResponse.TopicProduceResponse(
+                    name=t.name,
+                    partition_responses=[
+                        ProduceResponse.TopicProduceResponse.PartitionProduceResponse(
+                            index=p.index,
+                            error_code=NOT_A_LOG,
+                            base_offset=-1,
+                            error_message=NOT_A_LOG_MESSAGE,
+                            record_errors=[],
+                        )
+                        for p in t.partition_data
+                    ],
+                )
+                for t in request.topic_data
+            ],
+        )
+    if frame.api_key == 1:
+        return FetchResponse(
+            version=frame.api_version,
+            throttle_time_ms=0,
+            error_code=NOT_A_LOG,
+            session_id=0,
+            responses=[
+                FetchResponse.FetchableTopicResponse(
+                    topic=t.topic,
+                    partitions=[
+                        FetchResponse.FetchableTopicResponse.PartitionData(
+                            partition_index=p.partition,
+                            error_code=NOT_A_LOG,
+                            high_watermark=-1,
+                            aborted_transactions=None,
+                            records=None,
+                        )
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topics
+            ],
+        )
+    return ListOffsetsResponse(
+        version=frame.api_version,
+        throttle_time_ms=0,
+        topics=[
+            ListOffsetsResponse.ListOffsetsTopicResponse(
+                name=t.name,
+                partitions=[
+                    ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=NOT_A_LOG,
+                        old_style_offsets=[],
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+def _uuid(raw: bytes) -> Any:
+    import uuid
+
+    return uuid.UUID(bytes=raw)
+
+
+# --- group requests: wire -> state machine ---------------------------------------------------
+
+
+def to_request(frame: Frame, message: Any, client_host: str) -> Request:
+    """Translate a decoded group or topic request into the state machine's terms."""
+    v = frame.api_version
+    key = frame.api_key
+    if key == 11:
+        return JoinGroup(
+            group_id=message.group_id,
+            member_id=message.member_id,
+            group_instance_id=message.group_instance_id if v >= 5 else None,
+            client_id=message.header.client_id or "",
+            client_host=client_host,
+            session_timeout_ms=message.session_timeout_ms,
+            # v0 has no rebalance timeout: Kafka uses the session timeout.
+            rebalance_timeout_ms=message.rebalance_timeout_ms if v >= 1 else message.session_timeout_ms,
+            protocol_type=message.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata)) for p in message.protocols),
+            require_known_member_id=v >= 4,
+            reason=message.reason if v >= 8 else None,
+        )
+    if key == 14:
+        return SyncGroup(
+            group_id=message.group_id,
+            generation_id=message.generation_id,
+            member_id=message.member_id,
+            group_instance_id=message.group_instance_id if v >= 3 else None,
+            protocol_type=message.protocol_type if v >= 5 else None,
+            protocol_name=message.protocol_name if v >= 5 else None,
+            assignments=tuple((a.member_id, bytes(a.assignment)) for a in message.assignments),
+        )
+    if key == 12:
+        return Heartbeat(
+            group_id=message.group_id,
+            generation_id=message.generation_id,
+            member_id=message.member_id,
+            group_instance_id=message.group_instance_id if v >= 3 else None,
+        )
+    if key == 13:
+        if v < 3:
+            members: tuple[LeavingMember, ...] = (
+                LeavingMember(member_id=message.member_id, group_instance_id=None),
+            )
+        else:
+            members = tuple(
+                LeavingMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    reason=m.reason if v >= 5 else None,
+                )
+                for m in message.members
+            )
+        return LeaveGroup(group_id=message.group_id, members=members)
+    if key == 8:
+        return OffsetCommit(
+            group_id=message.group_id,
+            generation_id=message.generation_id_or_member_epoch,
+            member_id=message.member_id,
+            group_instance_id=message.group_instance_id if v >= 7 else None,
+            offsets=tuple(
+                CommittedOffset(
+                    topic=t.name,
+                    partition=p.partition_index,
+                    offset=p.committed_offset,
+                    leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
+                    metadata=p.committed_metadata,
+                )
+                for t in message.topics
+                for p in t.partitions
+            ),
+        )
+    if key == 9:
+        # v8+ batches groups; translate_offset_fetch handles that, this is the single-group form.
+        topics = message.topics
+        return OffsetFetch(
+            group_id=message.group_id,
+            partitions=None
+            if topics is None
+            else tuple((t.name, p) for t in topics for p in t.partition_indexes),
+        )
+    if key == 16:
+        return ListGroups(
+            states=frozenset(s.lower() for s in message.states_filter) if v >= 4 else frozenset(),
+            types=frozenset(t.lower() for t in message.types_filter) if v >= 5 else frozenset(),
+        )
+    if key == 15:
+        return DescribeGroups(group_ids=tuple(message.groups))
+    if key == 42:
+        return DeleteGroups(group_ids=tuple(message.groups_names))
+    return CreateTopics(
+        topics=tuple(
+            NewTopic(
+                name=t.name,
+                num_partitions=t.num_partitions,
+                replication_factor=t.replication_factor,
+            )
+            for t in message.topics
+        ),
+        validate_only=bool(message.validate_only) if v >= 1 else False,
+    )
+
+
+def offset_fetch_groups(message: Any) -> list[OffsetFetch]:
+    """OffsetFetch v8+ asks for several groups at once."""
+    return [
+        OffsetFetch(
+            group_id=g.group_id,
+            partitions=None
+            if g.topics is None
+            else tuple((t.name, p) for t in g.topics for p in t.partition_indexes),
+        )
+        for g in message.groups
+    ]
+
+
+# --- state machine -> wire ---------------------------------------------------------------------
+
+
+def to_response(frame: Frame, result: Result) -> Any:
+    v = frame.api_version
+    if isinstance(result, JoinGroupResult):
+        return JoinGroupResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=result.error,
+            generation_id=result.generation_id,
+            protocol_type=result.protocol_type,
+            # Before v7 the protocol name is not nullable.
+            protocol_name=result.protocol_name if v >= 7 else (result.protocol_name or ""),
+            leader=result.leader,
+            skip_assignment=False,
+            member_id=result.member_id,
+            members=[
+                JoinGroupResponse.JoinGroupResponseMember(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    metadata=m.metadata,
+                )
+                for m in result.members
+            ],
+        )
+    if isinstance(result, SyncGroupResult):
+        return SyncGroupResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=result.error,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name,
+            assignment=result.assignment,
+        )
+    if isinstance(result, HeartbeatResult):
+        return HeartbeatResponse(version=v, throttle_time_ms=0, error_code=result.error)
+    if isinstance(result, LeaveGroupResult):
+        error = result.error
+        if v < 3 and error is ErrorCode.NONE and result.members:
+            error = result.members[0].error
+        return LeaveGroupResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=error,
+            members=[
+                LeaveGroupResponse.MemberResponse(
+                    member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=m.error
+                )
+                for m in result.members
+            ],
+        )
+    if isinstance(result, OffsetCommitResult):
+        by_topic: dict[str, list[Any]] = {}
+        for topic, partition, error in result.errors:
+            by_topic.setdefault(topic, []).append(
+                OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition(
+                    partition_index=partition, error_code=error
+                )
+            )
+        return OffsetCommitResponse(
+            version=v,
+            throttle_time_ms=0,
+            topics=[
+                OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=parts)
+                for name, parts in by_topic.items()
+            ],
+        )
+    if isinstance(result, OffsetFetchResult):
+        topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+        by_topic = {}
+        for o in result.offsets:
+            by_topic.setdefault(o.topic, []).append(
+                topic_cls.OffsetFetchResponsePartition(
+                    partition_index=o.partition,
+                    committed_offset=o.offset,
+                    committed_leader_epoch=o.leader_epoch,
+                    metadata=o.metadata,
+                    error_code=o.error,
+                )
+            )
+        return OffsetFetchResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=result.error,
+            topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
+        )
+    if isinstance(result, ListGroupsResult):
+        return ListGroupsResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=ErrorCode.NONE,
+            groups=[
+                ListGroupsResponse.ListedGroup(
+                    group_id=g.group_id,
+                    protocol_type=g.protocol_type,
+                    group_state=g.state.value,
+                    group_type="classic",
+                )
+                for g in result.groups
+            ],
+        )
+    if isinstance(result, DescribeGroupsResult):
+        group_cls = DescribeGroupsResponse.DescribedGroup
+        return DescribeGroupsResponse(
+            version=v,
+            throttle_time_ms=0,
+            groups=[
+                group_cls(
+                    error_code=g.error,
+                    group_id=g.group_id,
+                    group_state=g.state.value,
+                    protocol_type=g.protocol_type,
+                    protocol_data=g.protocol_name,
+                    members=[
+                        group_cls.DescribedGroupMember(
+                            member_id=m.member_id,
+                            group_instance_id=m.group_instance_id,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            member_metadata=m.metadata,
+                            member_assignment=m.assignment,
+                        )
+                        for m in g.members
+                    ],
+                    authorized_operations=None,
+                )
+                for g in result.groups
+            ],
+        )
+    if isinstance(result, DeleteGroupsResult):
+        return DeleteGroupsResponse(
+            version=v,
+            throttle_time_ms=0,
+            results=[
+                DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=error)
+                for group_id, error in result.results
+            ],
+        )
+    assert isinstance(result, CreateTopicsResult)
+    return CreateTopicsResponse(
+        version=v,
+        throttle_time_ms=0,
+        topics=[
+            CreateTopicsResponse.CreatableTopicResult(
+                name=t.name,
+                topic_id=_uuid(t.topic_id),
+                error_code=t.error,
+                error_message=t.message,
+                num_partitions=t.num_partitions,
+                replication_factor=1 if t.error is ErrorCode.NONE else -1,
+                configs=[] if t.error is ErrorCode.NONE else None,
+            )
+            for t in result.topics
+        ],
+    )
+
+
+def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFetchResult]]) -> Any:
+    """OffsetFetch v8+: one entry per group."""
+    group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+    topic_cls = group_cls.OffsetFetchResponseTopics
+    groups = []
+    for group_id, result in results:
+        by_topic: dict[str, list[Any]] = {}
+        for o in result.offsets:
+            by_topic.setdefault(o.topic, []).append(
+                topic_cls.OffsetFetchResponsePartitions(
+                    partition_index=o.partition,
+                    committed_offset=o.offset,
+                    committed_leader_epoch=o.leader_epoch,
+                    metadata=o.metadata,
+                    error_code=o.error,
+                )
+            )
+        groups.append(
+            group_cls(
+                group_id=group_id,
+                topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
+                error_code=result.error,
+            )
+        )
+    return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
