@@ -1,0 +1,5 @@
+import sys
+
+from coordinator_api._cli import main
+
+sys.exit(main())

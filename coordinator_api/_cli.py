@@ -1,0 +1,178 @@
+"""The ``coordinator-api`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from coordinator_api._errors import ConfigurationError, CoordinatorApiError
+from coordinator_api.server import CoordinatorConfig, CoordinatorServer
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line; membership events carry their fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        event = getattr(record, "membership_event", None)
+        if event is not None:
+            doc["event"] = event
+        return json.dumps(doc)
+
+
+def _configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def parse_topic(text: str) -> tuple[str, int]:
+    """``NAME:PARTITIONS`` -> (name, partitions)."""
+    name, sep, count = text.rpartition(":")
+    if not sep or not name or not count.isdigit() or int(count) < 1:
+        raise ConfigurationError(f"--topic expects NAME:PARTITIONS (e.g. events:12), got {text!r}")
+    return name, int(count)
+
+
+def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
+    """Read a TOML file with a ``[coordinator]`` table of settings and a ``[topics]`` table."""
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"cannot read config file {path}: {exc}") from exc
+    unknown = sorted(set(doc) - {"coordinator", "topics"})
+    if unknown:
+        raise ConfigurationError(
+            f"{path}: unknown table(s) {', '.join(unknown)}; expected [coordinator] and [topics]"
+        )
+    topics = doc.get("topics", {})
+    for name, partitions in topics.items():
+        if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+            raise ConfigurationError(f"{path}: topic {name!r} needs a positive partition count")
+    return dict(doc.get("coordinator", {})), dict(topics)
+
+
+_SETTING_FLAGS = (
+    "initial_rebalance_delay_ms",
+    "min_session_timeout_ms",
+    "max_session_timeout_ms",
+    "max_group_size",
+    "connections_max_idle_ms",
+    "max_request_bytes",
+)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings: dict[str, Any] = {}
+    topics: dict[str, int] = {}
+    if args.config is not None:
+        settings, topics = load_config_file(Path(args.config))
+    for name in _SETTING_FLAGS:
+        value = getattr(args, name)
+        if value is not None:
+            settings[name] = value
+    for spec in args.topic:
+        name, partitions = parse_topic(spec)
+        topics[name] = partitions
+    server = CoordinatorServer(
+        host=args.host,
+        port=args.port,
+        config=CoordinatorConfig.from_mapping(settings),
+        data_dir=args.data_dir,
+        topics=topics,
+    )
+
+    async def run() -> None:
+        await server.start()
+        print(f"coordinator listening on {server.bootstrap_servers}", flush=True)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        await server.close()
+
+    asyncio.run(run())
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from coordinator_api._demo import run_demo
+
+    return run_demo(members=args.members, partitions=args.partitions)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="coordinator-api",
+        description="Group coordination on Kafka's group protocol.",
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run the embedded coordinator (a Kafka-protocol server for groups)",
+        description="Run the embedded coordinator until interrupted. Prints "
+        "'coordinator listening on HOST:PORT' when ready.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=9092, help="port; 0 picks a free one (default 9092)")
+    serve.add_argument("--data-dir", help="directory for durable state; without it state is in memory")
+    serve.add_argument("--config", help="TOML file with [coordinator] settings and [topics]")
+    serve.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="NAME:PARTITIONS",
+        help="declare a topic (repeatable)",
+    )
+    for name in _SETTING_FLAGS:
+        serve.add_argument("--" + name.replace("_", "-"), type=int, default=None)
+    serve.set_defaults(func=_serve)
+
+    demo = commands.add_parser(
+        "demo",
+        help="start a coordinator, run a group of member processes against it, report",
+    )
+    demo.add_argument("--members", type=int, default=3)
+    demo.add_argument("--partitions", type=int, default=12)
+    demo.set_defaults(func=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.log_level, args.log_format)
+    try:
+        result: int = args.func(args)
+    except CoordinatorApiError as exc:
+        print(f"coordinator-api: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return result

@@ -1,0 +1,23 @@
+"""Fixtures shared by the test suite: a real embedded coordinator on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+
+# Short sessions keep failure tests quick; the bounds still reject nonsense.
+FAST_CONFIG = CoordinatorConfig(
+    initial_rebalance_delay_ms=0,
+    min_session_timeout_ms=500,
+    connections_max_idle_ms=600_000,
+)
+
+
+@pytest.fixture
+def coordinator() -> Iterator[EmbeddedCoordinator]:
+    """A running embedded coordinator with a 12-partition topic ``events``."""
+    with EmbeddedCoordinator(topics={"events": 12}, config=FAST_CONFIG) as running:
+        yield running
