@@ -9,6 +9,7 @@ assignment each member reported at every step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, MembershipEvent
 
@@ -46,10 +48,9 @@ def member_main(bootstrap_servers: str, name: str) -> None:
     )
     last: list[int] | None = None
     while not stop.is_set():
-        try:
+        # The coordinator keeps no log: fetches fail while membership goes on.
+        with contextlib.suppress(KafkaError):
             consumer.poll(timeout_ms=100)
-        except KafkaError:
-            pass  # the coordinator keeps no log: fetches fail, membership goes on
         owned = sorted(tp.partition for tp in consumer.assignment())
         if owned != last:
             last = owned
@@ -146,8 +147,10 @@ def run_demo(*, members: int = 3, partitions: int = 12) -> int:
     ok = True
     started = time.time()
     with EmbeddedCoordinator(topics={TOPIC: partitions}, config=config) as coordinator:
-        print(f"embedded coordinator on {coordinator.bootstrap_servers}, topic {TOPIC!r} "
-              f"with {partitions} partitions, group {GROUP!r}")
+        print(
+            f"embedded coordinator on {coordinator.bootstrap_servers}, topic {TOPIC!r} "
+            f"with {partitions} partitions, group {GROUP!r}"
+        )
         group = {
             f"member-{i}": _start_member(coordinator.bootstrap_servers, f"member-{i}", reports)
             for i in range(1, members + 1)
@@ -173,11 +176,11 @@ def run_demo(*, members: int = 3, partitions: int = 12) -> int:
             for title, action, alive in steps:
                 t0 = time.monotonic()
                 action()
-                settled = _await(
-                    group, reports, lambda a=alive: _owned_exactly_once(group, partitions, a), 60
+                settled = _await(group, reports, partial(_owned_exactly_once, group, partitions, alive), 60)
+                _show(
+                    f"{title}: {'settled' if settled else 'DID NOT SETTLE'} in {time.monotonic() - t0:.1f} s",
+                    group,
                 )
-                _show(f"{title}: {'settled' if settled else 'DID NOT SETTLE'} "
-                      f"in {time.monotonic() - t0:.1f} s", group)
                 ok = ok and settled
         finally:
             for m in group.values():
@@ -191,8 +194,10 @@ def run_demo(*, members: int = 3, partitions: int = 12) -> int:
     print("\n== coordinator membership log")
     for created, event in recorder.events:
         who = f" member={event.member_id}" if event.member_id else ""
-        print(f"   +{created - started:6.2f}s {event.kind:<10} generation={event.generation_id}{who}"
-              f" {event.detail}")
+        print(
+            f"   +{created - started:6.2f}s {event.kind:<10} generation={event.generation_id}{who}"
+            f" {event.detail}"
+        )
     if ok:
         print("\nOK: after each change every partition was owned by exactly one live member")
     else:

@@ -363,7 +363,9 @@ StoreWrite = GroupSnapshot | GroupDeleted | OffsetsCommitted | Topic
 class MembershipEvent:
     """One membership change, for structured logs and observers."""
 
-    kind: str  # joined, left, expired, fenced, rebalance, generation, assigned, emptied, deleted
+    # joined, left, expired, removed, fenced, rejected, rebalance, generation, assigned, emptied,
+    # deleted
+    kind: str
     group_id: str
     generation_id: int
     member_id: str | None = None

@@ -86,6 +86,9 @@ from coordinator_api.server._messages import (
 )
 
 RequestRef = Hashable
+_FENCING_ERRORS = frozenset(
+    {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
+)
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -281,11 +284,17 @@ class GroupCoordinator:
         elif isinstance(request, SyncGroup):
             self._sync_group(ref, request, now_ms, fx)
         elif isinstance(request, Heartbeat):
-            fx.replies.append((ref, self._heartbeat(request, now_ms)))
+            beat = self._heartbeat(request, now_ms)
+            self._note_rejection(fx, request.group_id, request.member_id, "Heartbeat", beat.error)
+            fx.replies.append((ref, beat))
         elif isinstance(request, LeaveGroup):
             fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
         elif isinstance(request, OffsetCommit):
-            fx.replies.append((ref, self._offset_commit(request, now_ms, fx)))
+            commit = self._offset_commit(request, now_ms, fx)
+            if commit.errors:
+                error = commit.errors[0][2]
+                self._note_rejection(fx, request.group_id, request.member_id, "OffsetCommit", error)
+            fx.replies.append((ref, commit))
         elif isinstance(request, OffsetFetch):
             fx.replies.append((ref, self._offset_fetch(request)))
         elif isinstance(request, ListGroups):
@@ -692,6 +701,7 @@ class GroupCoordinator:
 
     def _sync_group(self, ref: RequestRef, req: SyncGroup, now_ms: int, fx: Effects) -> None:
         def reply(error: ErrorCode, assignment: bytes = b"") -> None:
+            self._note_rejection(fx, req.group_id, req.member_id, "SyncGroup", error)
             fx.replies.append(
                 (
                     ref,
@@ -1049,6 +1059,20 @@ class GroupCoordinator:
         return CreateTopicsResult(topics=tuple(created))
 
     # --- events ---------------------------------------------------------------------------------
+
+    def _note_rejection(self, fx: Effects, group_id: str, member_id: str, api: str, error: ErrorCode) -> None:
+        # A request refused for its identity is how a zombie shows itself: worth a log line.
+        if error in _FENCING_ERRORS:
+            group = self._groups.get(group_id)
+            fx.events.append(
+                MembershipEvent(
+                    kind="rejected",
+                    group_id=group_id,
+                    generation_id=group.generation_id if group else -1,
+                    member_id=member_id,
+                    detail=f"{api}: {error.name}",
+                )
+            )
 
     def _event(
         self,

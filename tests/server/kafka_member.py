@@ -1,0 +1,174 @@
+"""A group member process driven by a real Kafka client (kafka-python or librdkafka).
+
+Run as ``python kafka_member.py --client kafka-python --bootstrap HOST:PORT --name m1 ...``.
+It subscribes to a topic in a consumer group and prints one JSON line per ownership change,
+written from inside the client's rebalance callbacks (so a revocation is reported before the
+member rejoins), plus commit failures when ``--commit-every-ms`` is set. SIGTERM closes the
+client gracefully (LeaveGroup); SIGKILL and SIGSTOP are left to the test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+owned: set[int] = set()
+lock = threading.Lock()
+
+
+def report(name: str, **fields: Any) -> None:
+    print(json.dumps({"t": time.time(), "name": name, **fields}), flush=True)
+
+
+def change(name: str, kind: str, partitions: list[int]) -> None:
+    with lock:
+        if kind == "assigned":
+            owned.update(partitions)
+        else:
+            owned.difference_update(partitions)
+        report(name, event=kind, partitions=sorted(partitions), owned=sorted(owned))
+
+
+def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.errors import KafkaError
+    from kafka.structs import OffsetAndMetadata
+
+    assignors = {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "cooperative-sticky": CooperativeStickyAssignor,
+    }
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            change(args.name, "revoked", [tp.partition for tp in revoked])
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            change(args.name, "assigned", [tp.partition for tp in assigned])
+
+        def on_partitions_lost(self, lost: Any) -> None:
+            change(args.name, "lost", [tp.partition for tp in lost])
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        client_id=args.name,
+        group_instance_id=args.instance_id,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=max(args.session_ms // 6, 100),
+        partition_assignment_strategy=[assignors[args.assignor]],
+        enable_auto_commit=False,
+    )
+    # Learn the topic's partitions before joining. A kafka-python 3.0.12 leader that joins
+    # before its metadata arrives assigns nothing, and under cooperative-sticky it then sometimes
+    # stops heartbeating after the next SyncGroup (seen against this coordinator, whose replies
+    # were correct); waiting for metadata avoids that client bug.
+    while not consumer.partitions_for_topic(args.topic):
+        time.sleep(0.05)
+    consumer.subscribe([args.topic], listener=Listener())
+    last_commit = 0.0
+    commit_error: str | None = None
+    counter = 0
+    while not stop.is_set():
+        try:
+            consumer.poll(timeout_ms=50)
+        except KafkaError:
+            pass  # the embedded coordinator keeps no log: fetches fail, membership goes on
+        if args.commit_every_ms and time.monotonic() - last_commit > args.commit_every_ms / 1000:
+            last_commit = time.monotonic()
+            with lock:
+                mine = sorted(owned)
+            if mine:
+                counter += 1
+                offsets = {
+                    TopicPartition(args.topic, p): OffsetAndMetadata(counter, args.name, -1) for p in mine
+                }
+                try:
+                    consumer.commit(offsets)
+                    error = None
+                except KafkaError as exc:
+                    error = type(exc).__name__
+                if error != commit_error:
+                    commit_error = error
+                    report(args.name, event="commit", ok=error is None, error=error)
+    consumer.close()
+
+
+def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
+    from confluent_kafka import Consumer
+
+    conf = {
+        "bootstrap.servers": args.bootstrap,
+        "group.id": args.group,
+        "client.id": args.name,
+        "group.protocol": "classic",
+        "session.timeout.ms": args.session_ms,
+        "heartbeat.interval.ms": max(args.session_ms // 6, 100),
+        "partition.assignment.strategy": args.assignor,
+        "enable.auto.commit": False,
+        "log_level": 0,
+    }
+    if args.instance_id:
+        conf["group.instance.id"] = args.instance_id
+    consumer = Consumer(conf)
+    cooperative = args.assignor == "cooperative-sticky"
+
+    def on_assign(c: Any, partitions: Any) -> None:
+        change(args.name, "assigned", [p.partition for p in partitions])
+        if cooperative:
+            c.incremental_assign(partitions)
+        else:
+            c.assign(partitions)
+
+    def on_revoke(c: Any, partitions: Any) -> None:
+        change(args.name, "revoked", [p.partition for p in partitions])
+        if cooperative:
+            c.incremental_unassign(partitions)
+        else:
+            c.unassign()
+
+    def on_lost(c: Any, partitions: Any) -> None:
+        change(args.name, "lost", [p.partition for p in partitions])
+
+    consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    while not stop.is_set():
+        consumer.poll(0.05)  # errors about the missing log arrive as messages; ignore them
+    consumer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--client", choices=("kafka-python", "confluent"), required=True)
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--group", default="g")
+    parser.add_argument("--topic", default="events")
+    parser.add_argument("--instance-id")
+    parser.add_argument("--assignor", default="range")
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--commit-every-ms", type=int, default=0)
+    args = parser.parse_args()
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    report(args.name, event="started")
+    if args.client == "kafka-python":
+        run_kafka_python(args, stop)
+    else:
+        run_confluent(args, stop)
+    report(args.name, event="closed")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""Harness for tests that run group members as real processes (see kafka_member.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from coordinator_api.server import MembershipEvent
+
+MEMBER_SCRIPT = Path(__file__).with_name("kafka_member.py")
+
+
+class MemberProcess:
+    """One member process; its reports are collected by a reader thread."""
+
+    def __init__(self, client: str, bootstrap: str, name: str, **options: Any) -> None:
+        self.name = name
+        self.reports: list[dict[str, Any]] = []
+        self.owned: frozenset[int] = frozenset()
+        self.ended_at = float("inf")  # when a kill ended its ownership without a revocation
+        argv = [sys.executable, str(MEMBER_SCRIPT), "--client", client, "--bootstrap", bootstrap]
+        argv += ["--name", name]
+        for key, value in options.items():
+            if value is not None:
+                argv += ["--" + key.replace("_", "-"), str(value)]
+        # stderr goes to a file, so a failing test can show what the client said.
+        self.stderr = tempfile.NamedTemporaryFile(prefix=f"{name}-", suffix=".stderr", delete=False)
+        self.process = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            report = json.loads(line)
+            self.reports.append(report)
+            if "owned" in report:
+                self.owned = frozenset(report["owned"])
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.reports if r.get("event") == kind]
+
+    def kill(self) -> None:
+        self.ended_at = time.time()
+        self.process.kill()
+        self.process.wait()
+        self.owned = frozenset()
+
+    def terminate(self) -> None:
+        """Graceful stop: the client closes and leaves the group."""
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.owned = frozenset()
+
+    def pause(self) -> None:
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.process.send_signal(signal.SIGCONT)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+def owned_exactly_once(members: Iterable[MemberProcess], partitions: int) -> bool:
+    live = [m for m in members if m.alive]
+    owned = sorted(p for m in live for p in m.owned)
+    return owned == list(range(partitions)) and all(m.owned for m in live[:partitions])
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def ownership_intervals(members: Iterable[MemberProcess]) -> dict[int, list[tuple[float, float, str]]]:
+    """For each partition, the (start, end, member) intervals in which a member owned it."""
+    intervals: dict[int, list[tuple[float, float, str]]] = {}
+    for member in members:
+        since: dict[int, float] = {}
+        for report in member.reports:
+            if report.get("event") == "assigned":
+                for p in report["partitions"]:
+                    since.setdefault(p, report["t"])
+            elif report.get("event") in ("revoked", "lost"):
+                for p in report["partitions"]:
+                    if p in since:
+                        intervals.setdefault(p, []).append((since.pop(p), report["t"], member.name))
+        for p, start in since.items():
+            intervals.setdefault(p, []).append((start, member.ended_at, member.name))
+    return intervals
+
+
+def overlapping_ownership(members: Iterable[MemberProcess]) -> list[str]:
+    """Partitions two members owned at the same moment, by their own reports."""
+    problems = []
+    for partition, spans in ownership_intervals(members).items():
+        spans.sort()
+        for (s1, e1, m1), (s2, _e2, m2) in zip(spans, spans[1:]):
+            if s2 < e1 and m1 != m2:
+                problems.append(f"partition {partition}: {m1} until {e1:.3f}, {m2} from {s2:.3f}")
+    return problems
+
+
+@contextmanager
+def running_members(members: list[MemberProcess]) -> Iterator[list[MemberProcess]]:
+    try:
+        yield members
+    finally:
+        for m in members:
+            if m.alive:
+                m.resume()
+                m.process.terminate()
+        for m in members:
+            try:
+                m.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                m.process.kill()
+
+
+class MembershipRecorder(logging.Handler):
+    """Collects the embedded coordinator's membership events."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.events: list[MembershipEvent] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        doc = getattr(record, "membership_event", None)
+        if doc is not None:
+            self.events.append(MembershipEvent(**doc))
+
+    def of(self, kind: str, group: str | None = None) -> list[MembershipEvent]:
+        return [e for e in self.events if e.kind == kind and (group is None or e.group_id == group)]
+
+
+@contextmanager
+def recording_membership() -> Iterator[MembershipRecorder]:
+    logger = logging.getLogger("coordinator_api.server.membership")
+    recorder = MembershipRecorder()
+    saved = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(recorder)
+    try:
+        yield recorder
+    finally:
+        logger.removeHandler(recorder)
+        logger.setLevel(saved)

@@ -1,0 +1,291 @@
+"""Real Kafka clients (kafka-python, librdkafka) in real processes, grouped by the embedded coordinator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaAdminClient, TopicPartition
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
+from members import (
+    MemberProcess,
+    MembershipRecorder,
+    overlapping_ownership,
+    owned_exactly_once,
+    recording_membership,
+    running_members,
+    wait_for,
+)
+
+from coordinator_api import EmbeddedCoordinator
+
+PARTITIONS = 12
+SESSION_MS = 3000
+SETTLE_S = 60
+
+
+@pytest.fixture
+def membership() -> Iterator[MembershipRecorder]:
+    with recording_membership() as recorder:
+        yield recorder
+
+
+def start(
+    coordinator: EmbeddedCoordinator, client: str, names: list[str], **options: object
+) -> list[MemberProcess]:
+    options.setdefault("session_ms", SESSION_MS)
+    return [MemberProcess(client, coordinator.bootstrap_servers, name, **options) for name in names]
+
+
+def settle(members: list[MemberProcess], what: str) -> None:
+    wait_for(lambda: owned_exactly_once(members, PARTITIONS), SETTLE_S, what)
+
+
+@pytest.mark.parametrize("size", [1, 3, 10])
+def test_kafka_python_group_owns_every_partition_once(coordinator: EmbeddedCoordinator, size: int) -> None:
+    names = [f"kp-{i}" for i in range(size)]
+    with running_members(start(coordinator, "kafka-python", names)) as members:
+        settle(members, f"{size} kafka-python members to own 12 partitions once")
+        assert len({p for m in members for p in m.owned}) == PARTITIONS
+        if size == 1:
+            return
+        members[0].terminate()
+        settle(members, "the group to reassign the partitions of a member that left")
+        members[1].kill()
+        settle(members, "the group to reassign the partitions of a SIGKILLed member")
+        assert not overlapping_ownership(members)
+
+
+def test_cooperative_sticky_moves_only_what_must(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    names = ["coop-0", "coop-1", "coop-2"]
+    opts = {"assignor": "cooperative-sticky"}
+    with running_members(start(coordinator, "kafka-python", names, **opts)) as members:
+        settle(members, "three cooperative members to settle")
+        before = {p: m.name for m in members for p in m.owned}
+        seen = [len(m.reports) for m in members]
+        members += start(coordinator, "kafka-python", ["coop-3"], **opts)
+        settle(members, "four cooperative members to settle")
+        after = {p: m.name for m in members for p in m.owned}
+        moved = {p for p in range(PARTITIONS) if before[p] != after[p]}
+        # Only what the newcomer needs moves, and each moved partition went to it.
+        assert len(moved) == PARTITIONS // 4
+        assert all(after[p] == "coop-3" for p in moved)
+        assert not overlapping_ownership(members)
+        # Since the newcomer arrived, nothing was revoked that did not move.
+        for m, count in zip(members, seen):
+            later = m.reports[count:]
+            revoked = {p for r in later if r.get("event") == "revoked" for p in r["partitions"]}
+            assert revoked <= moved, f"{m.name} revoked {revoked - moved} that did not need to move"
+
+
+def test_librdkafka_group_owns_every_partition_once(coordinator: EmbeddedCoordinator) -> None:
+    names = ["rd-0", "rd-1", "rd-2"]
+    with running_members(start(coordinator, "confluent", names)) as members:
+        settle(members, "three librdkafka members to own 12 partitions once")
+        members[0].terminate()
+        settle(members, "librdkafka members to reassign after a graceful leave")
+        members[1].kill()
+        settle(members, "librdkafka members to reassign after SIGKILL")
+        assert not overlapping_ownership(members)
+
+
+def test_librdkafka_cooperative_sticky(coordinator: EmbeddedCoordinator) -> None:
+    opts = {"assignor": "cooperative-sticky"}
+    with running_members(start(coordinator, "confluent", ["rc-0", "rc-1", "rc-2"], **opts)) as members:
+        settle(members, "three cooperative librdkafka members")
+        before = {p: m.name for m in members for p in m.owned}
+        members[2].terminate()
+        settle(members, "two cooperative librdkafka members")
+        after = {p: m.name for m in members for p in m.owned}
+        moved = {p for p in range(PARTITIONS) if before[p] != after[p]}
+        assert moved == {p for p, name in before.items() if name == "rc-2"}
+        assert not overlapping_ownership(members)
+
+
+def test_mixed_kafka_python_and_librdkafka_group_converges(coordinator: EmbeddedCoordinator) -> None:
+    kp = start(coordinator, "kafka-python", ["mix-kp-0", "mix-kp-1"])
+    rd = start(coordinator, "confluent", ["mix-rd-0", "mix-rd-1"])
+    with running_members(kp + rd) as members:
+        settle(members, "a mixed group of kafka-python and librdkafka members")
+        assert all(len(m.owned) == 3 for m in members)
+        rd[0].kill()
+        settle(members, "the mixed group after a librdkafka member died")
+
+
+def test_static_member_restart_gets_its_partitions_back_without_rebalance(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    session_ms = 15000  # long enough to restart a process inside it
+    names = ["static-0", "static-1", "static-2"]
+    members = [
+        MemberProcess(
+            "kafka-python",
+            coordinator.bootstrap_servers,
+            name,
+            instance_id=f"{name}-instance",
+            session_ms=session_ms,
+        )
+        for name in names
+    ]
+    with running_members(members):
+        settle(members, "three static members")
+        mine = members[1].owned
+        others = {m.name: m.owned for m in (members[0], members[2])}
+        rebalances_before = len(membership.of("rebalance", "g"))
+        revocations_before = [len(m.events("revoked")) for m in (members[0], members[2])]
+        members[1].kill()
+        members[1] = MemberProcess(
+            "kafka-python",
+            coordinator.bootstrap_servers,
+            "static-1",
+            instance_id="static-1-instance",
+            session_ms=session_ms,
+        )
+        settle(members, "the restarted static member to take its partitions back")
+        assert members[1].owned == mine
+        assert {m.name: m.owned for m in (members[0], members[2])} == others
+        assert len(membership.of("rebalance", "g")) == rebalances_before, "a rebalance happened"
+        assert [len(m.events("revoked")) for m in (members[0], members[2])] == revocations_before
+        fenced = membership.of("fenced", "g")
+        assert fenced and fenced[-1].group_instance_id == "static-1-instance"
+
+
+def test_zombie_is_fenced_and_rejoins_as_a_new_member(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    names = ["z-0", "z-1", "z-2"]
+    with running_members(start(coordinator, "kafka-python", names, commit_every_ms=200)) as members:
+        settle(members, "three members")
+        zombie = members[2]
+        joined = [e for e in membership.of("joined", "g") if (e.member_id or "").startswith("z-2-")]
+        old_member_id = joined[-1].member_id
+        old_generation = membership.of("generation", "g")[-1].generation_id
+        zombie.pause()
+        # Past its session the coordinator expires it and the others take its partitions.
+        wait_for(
+            lambda: any(e.member_id == old_member_id for e in membership.of("expired", "g")),
+            SETTLE_S,
+            "the paused member's session to expire",
+        )
+        wait_for(
+            lambda: sorted(p for m in members[:2] for p in m.owned) == list(range(PARTITIONS)),
+            SETTLE_S,
+            "the live members to take over",
+        )
+        # The zombie's identity can no longer commit.
+        assert probe_commit(coordinator, old_member_id, old_generation) == 25  # UNKNOWN_MEMBER_ID
+        zombie.resume()
+        wait_for(
+            lambda: any(e.member_id == old_member_id for e in membership.of("rejected", "g")),
+            SETTLE_S,
+            "the zombie's first request to be rejected",
+        )
+        settle(members, "the zombie to rejoin")
+        rejoined = [e for e in membership.of("joined", "g") if (e.member_id or "").startswith("z-2-")]
+        assert rejoined[-1].member_id != old_member_id
+        rejected = [e.detail for e in membership.of("rejected", "g") if e.member_id == old_member_id]
+        assert any(d.startswith(("Heartbeat", "OffsetCommit", "SyncGroup")) for d in rejected)
+        # The zombie learnt it had lost its partitions before anyone else owned them.
+        assert zombie.events("lost") or zombie.events("revoked")
+
+
+def probe_commit(coordinator: EmbeddedCoordinator, member_id: str | None, generation: int) -> int:
+    """Commit as the given member with a raw OffsetCommit; return the partition's error code."""
+    import socket
+
+    request = OffsetCommitRequest(
+        version=7,
+        group_id="g",
+        generation_id_or_member_epoch=generation,
+        member_id=member_id or "",
+        group_instance_id=None,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name="events",
+                partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                        partition_index=0,
+                        committed_offset=999,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    )
+                ],
+            )
+        ],
+    )
+    request.with_header(correlation_id=1, client_id="probe")
+    host, port = coordinator.bootstrap_servers.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(request.encode(header=True, framed=True))
+        size = int.from_bytes(_recv(sock, 4), "big")
+        response = OffsetCommitResponse.decode(_recv(sock, size), version=7, header=True)
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def _recv(sock: object, n: int) -> bytes:
+    import socket as _socket
+
+    assert isinstance(sock, _socket.socket)
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(tmp_path: object) -> None:
+    from conftest import FAST_CONFIG
+
+    data_dir = str(tmp_path)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=FAST_CONFIG, data_dir=data_dir) as first:
+        port = first.port
+        members = [
+            MemberProcess(
+                "kafka-python", first.bootstrap_servers, "dur-0", session_ms=10000, commit_every_ms=200
+            )
+        ]
+        with running_members(members):
+            settle(members, "a member before the restart")
+            wait_for(lambda: bool(committed(first)), 30, "offsets to be committed")
+            first.close()
+            before = committed_offline(data_dir)
+            with EmbeddedCoordinator(
+                topics={"events": PARTITIONS}, config=FAST_CONFIG, data_dir=data_dir, port=port
+            ) as second:
+                assert committed(second) == before
+                assert set(before) == {TopicPartition("events", p) for p in range(PARTITIONS)}
+                # The member reconnects to the restarted coordinator and keeps (or rejoins) its group.
+                count = len(members[0].reports)
+                wait_for(
+                    lambda: len(members[0].events("commit")) > 0 or len(members[0].reports) >= count, 5, "x"
+                )
+                wait_for(
+                    lambda: committed(second) != before and owned_exactly_once(members, PARTITIONS),
+                    SETTLE_S,
+                    "the member to commit again through the restarted coordinator",
+                )
+
+
+def committed(coordinator: EmbeddedCoordinator) -> dict[TopicPartition, int]:
+    admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap_servers)
+    try:
+        return {tp: meta.offset for tp, meta in admin.list_group_offsets("g")["g"].items()}
+    finally:
+        admin.close()
+
+
+def committed_offline(data_dir: str) -> dict[TopicPartition, int]:
+    from pathlib import Path
+
+    from coordinator_api.server._store import SqliteStore
+
+    store = SqliteStore(Path(data_dir))
+    try:
+        _, _, offsets = store.load()
+    finally:
+        store.close()
+    return {TopicPartition(o.topic, o.partition): o.offset for group, o in offsets if group == "g"}
