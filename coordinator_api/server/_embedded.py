@@ -101,14 +101,14 @@ class EmbeddedCoordinator:
         self._thread = None
 
     def create_topic(self, name: str, partitions: int) -> None:
-        """Declare a topic while running (as CreateTopics would)."""
+        """Declare a topic while running (as CreateTopics would). Raises ConfigurationError
+        for an invalid name or partition count, or a topic that exists."""
         loop = self._loop
         if self._thread is None or loop is None:
             raise CoordinatorStartError("the embedded coordinator is not started; call start()")
 
         async def create() -> None:
-            fx = self._server.state.create_topic(name, partitions)
-            self._server._apply(fx)
+            self._server.create_topic(name, partitions)
 
         asyncio.run_coroutine_threadsafe(create(), loop).result()
 

@@ -20,10 +20,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from coordinator_api._errors import CoordinatorStartError
+from coordinator_api._errors import ConfigurationError, CoordinatorStartError
 from coordinator_api.server import _wire
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
+    CreateTopicsResult,
     Effects,
     ErrorCode,
     MembershipEvent,
@@ -104,7 +105,7 @@ class CoordinatorServer:
                         partitions,
                     )
                 continue
-            self._apply(self.state.create_topic(name, partitions))
+            self.create_topic(name, partitions)
         try:
             self._server = await self._loop.create_server(
                 lambda: _Connection(self), self.host, self._requested_port
@@ -141,6 +142,17 @@ class CoordinatorServer:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """Declare a topic (call on the server's event loop). Raises ConfigurationError if the
+        name or partition count is invalid or the topic exists."""
+        fx = self.state.create_topic(name, partitions)
+        self._apply(fx)
+        result = fx.replies[0][1]
+        assert isinstance(result, CreateTopicsResult)
+        created = result.topics[0]
+        if created.error is not ErrorCode.NONE:
+            raise ConfigurationError(f"cannot create topic {name!r}: {created.message}")
 
     # --- time and timers ------------------------------------------------------------------
 
@@ -261,7 +273,7 @@ class CoordinatorServer:
             for requested in message.topics:
                 name = requested.name
                 if allowed and name is not None and self.state.topic(name) is None:
-                    self._apply(self.state.create_topic(name, self.config.default_num_partitions))
+                    self.create_topic(name, self.config.default_num_partitions)
         topics: dict[str, Topic] = {t.name: t for t in self.state.topics()}
         return _wire.metadata_response(
             frame.api_version,

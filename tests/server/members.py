@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -117,7 +118,7 @@ def overlapping_ownership(members: Iterable[MemberProcess]) -> list[str]:
     problems = []
     for partition, spans in ownership_intervals(members).items():
         spans.sort()
-        for (s1, e1, m1), (s2, _e2, m2) in zip(spans, spans[1:]):
+        for (_s1, e1, m1), (s2, _e2, m2) in itertools.pairwise(spans):
             if s2 < e1 and m1 != m2:
                 problems.append(f"partition {partition}: {m1} until {e1:.3f}, {m2} from {s2:.3f}")
     return problems

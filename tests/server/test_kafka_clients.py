@@ -65,7 +65,7 @@ def test_cooperative_sticky_moves_only_what_must(
         settle(members, "three cooperative members to settle")
         before = {p: m.name for m in members for p in m.owned}
         seen = [len(m.reports) for m in members]
-        members += start(coordinator, "kafka-python", ["coop-3"], **opts)
+        members.extend(start(coordinator, "kafka-python", ["coop-3"], **opts))
         settle(members, "four cooperative members to settle")
         after = {p: m.name for m in members for p in m.owned}
         moved = {p for p in range(PARTITIONS) if before[p] != after[p]}

@@ -1253,9 +1253,11 @@ class _Client:
         self.name = name
         self.instance = instance
         self.version = 0  # bumped when its subscription (metadata) changes
+        self.epoch = 0  # bumped on reset: replies to what the old incarnation sent are ignored
         self.reset()
 
     def reset(self) -> None:
+        self.epoch += 1
         self.member_id = ""
         self.generation = -1
         self.leader = ""
@@ -1274,7 +1276,7 @@ class GroupMachine(RuleBasedStateMachine):
         super().__init__()
         self.d = Driver(initial_rebalance_delay_ms=1000)
         self.clients = [_Client(n, n if n in self.STATIC else None) for n in "abc"]
-        self.origin: dict[int, tuple[_Client, str, str]] = {}  # ref -> client, kind, member id
+        self.origin: dict[int, tuple[_Client, str, str, int]] = {}  # ref -> client, kind, member, epoch
         self.seen = 0
         self.last_join_generation: dict[str, int] = {}
         self.max_generation = 0
@@ -1282,7 +1284,7 @@ class GroupMachine(RuleBasedStateMachine):
     # --- sending ------------------------------------------------------------------------------
 
     def _track(self, c: _Client, kind: str, ref: int) -> None:
-        self.origin[ref] = (c, kind, c.member_id)
+        self.origin[ref] = (c, kind, c.member_id, c.epoch)
         self._deliver()
 
     def _join(self, c: _Client, requires_known_id: bool = True) -> None:
@@ -1318,8 +1320,13 @@ class GroupMachine(RuleBasedStateMachine):
     def _deliver(self) -> None:
         refs = list(self.d.replies)  # in the order the replies were produced
         for ref in refs[self.seen :]:
+            result = self.d.replies[ref]
+            if isinstance(result, JoinGroupResult) and result.error is E.NONE:
+                self.last_join_generation[result.member_id] = result.generation_id
             if ref in self.origin:
-                self._on_reply(self.origin[ref][0], self.d.replies[ref])
+                c, _, _, epoch = self.origin[ref]
+                if epoch == c.epoch:
+                    self._on_reply(c, result)
         self.seen = len(refs)
 
     def _on_reply(self, c: _Client, result: object) -> None:
@@ -1335,7 +1342,6 @@ class GroupMachine(RuleBasedStateMachine):
                 c.member_id, c.generation, c.leader = result.member_id, result.generation_id, result.leader
                 c.members = tuple(m.member_id for m in result.members)
                 c.needs_join, c.needs_sync = False, True
-                self.last_join_generation[result.member_id] = result.generation_id
         elif isinstance(result, SyncGroupResult) and error is E.NONE:
             c.needs_sync = False
             # A static member that replaced its old id gets the old id's assignment back.
@@ -1414,7 +1420,7 @@ class GroupMachine(RuleBasedStateMachine):
         expected = "join" if state is GroupState.PREPARING_REBALANCE else "sync"
         assert kinds <= {expected}, (state, kinds)
         for ref in outstanding:
-            _, _, member_id = self.origin[ref]
+            _, _, member_id, _ = self.origin[ref]
             if member_id:
                 assert member_id in members, f"ref {ref} of departed member {member_id} unanswered"
         assert len(outstanding) <= len(members)
