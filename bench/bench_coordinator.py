@@ -170,12 +170,29 @@ async def connect(address: str, factory: Any = KafkaConnection) -> Any:
     return protocol
 
 
-async def connect_many(address: str, count: int, factory: Any = KafkaConnection) -> list[Any]:
-    # A few at a time: a listen backlog overflow would only add SYN retransmits to the setup.
-    connections: list[Any] = []
-    for start in range(0, count, 50):
-        batch = min(50, count - start)
-        connections += await asyncio.gather(*(connect(address, factory) for _ in range(batch)))
+async def connect_many(
+    address: str, count: int, hello_version: int, factory: Any = KafkaConnection, parallel: int = 2
+) -> list[Any]:
+    """Open ``count`` connections, each confirmed by an ApiVersions round trip (not timed).
+
+    Only ``parallel`` handshakes run at once: the mock listens with a backlog of 5 and accepts
+    one connection per poll loop, so a burst of connects overflows its accept queue and the
+    kernel drops or resets the surplus.
+    """
+    connections: list[Any] = [None] * count
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(i: int) -> None:
+        async with gate:
+            conn = await connect(address, factory)
+            reply = await asyncio.wait_for(
+                conn.call(ApiVersionsRequest(version=hello_version), ApiVersionsResponse), 30
+            )
+            if reply.error_code != NONE:
+                raise BenchError(f"ApiVersions v{hello_version} failed with error {reply.error_code}")
+            connections[i] = conn
+
+    await asyncio.gather(*(one(i) for i in range(count)))
     return connections
 
 
@@ -405,6 +422,7 @@ class GroupRun:
     versions: Versions
     heartbeat_interval_s: float
     leader_wait_s: float
+    leader_delay_s: float
     t_first_join: float | None = None
     t_stable: float | None = None
     stable_generation: int | None = None
@@ -475,6 +493,8 @@ async def run_member(run: GroupRun, member: Member) -> None:
             run.generation_sizes[generation] = len(join.members)
             # Followers first: the mock drops a SyncGroup that reaches it after the leader's.
             await run.wait_for_followers(generation, len(join.members) - 1)
+            if run.leader_delay_s:
+                await asyncio.sleep(run.leader_delay_s)
             assignments = range_assignment([m.member_id for m in join.members])
             request = sync_request(v, run.group_id, generation, member.member_id, assignments)
             future = conn.send(request)
@@ -512,12 +532,9 @@ async def run_member(run: GroupRun, member: Member) -> None:
 
 async def open_members(address: str, count: int, v: Versions, group_id: str) -> list[Member]:
     """Connect and introduce every member (ApiVersions, FindCoordinator): not timed."""
-    conns = await connect_many(address, count)
+    conns = await connect_many(address, count, v.api_versions)
 
-    async def hello(conn: KafkaConnection) -> None:
-        versions = await conn.call(ApiVersionsRequest(version=v.api_versions), ApiVersionsResponse)
-        if versions.error_code != NONE:
-            raise BenchError(f"ApiVersions v{v.api_versions} failed: {versions.error_code}")
+    async def find(conn: KafkaConnection) -> None:
         found = await conn.call(
             FindCoordinatorRequest(version=v.find_coordinator, key=group_id, key_type=0),
             FindCoordinatorResponse,
@@ -525,7 +542,7 @@ async def open_members(address: str, count: int, v: Versions, group_id: str) -> 
         if found.error_code != NONE or f"{found.host}:{found.port}" != address:
             raise BenchError(f"FindCoordinator: error {found.error_code}, {found.host}:{found.port}")
 
-    await asyncio.gather(*(hello(c) for c in conns))
+    await asyncio.gather(*(find(c) for c in conns))
     return [Member(conn=c) for c in conns]
 
 
@@ -583,6 +600,7 @@ async def form_group(
         versions=v,
         heartbeat_interval_s=args.heartbeat_interval_ms / 1000,
         leader_wait_s=args.leader_wait_ms / 1000,
+        leader_delay_s=args.leader_sync_delay_ms / 1000,
     )
     cpu_server0, cpu_client0 = server.cpu_seconds(), time.process_time()
     tasks = [asyncio.create_task(run_member(run, m)) for m in members]
@@ -678,22 +696,15 @@ async def _heartbeat_worker(pipe: Any, params: dict[str, Any]) -> dict[str, Any]
     loop = asyncio.get_running_loop()
     v = Versions(**params["versions"])
     state: dict[str, Any] = {"running": False, "ok": 0, "errors": Counter()}
-    conns: list[HeartbeatConnection] = []
-    for start in range(0, len(params["member_ids"]), 50):
-        batch = params["member_ids"][start : start + 50]
-        conns += await asyncio.gather(
-            *(
-                connect(
-                    params["address"],
-                    lambda m=m: HeartbeatConnection(state, v, params["group_id"], params["generation"], m),
-                )
-                for m in batch
-            )
-        )
-    for conn in conns:  # a client says hello first; not timed
-        reply = await conn.call(ApiVersionsRequest(version=v.api_versions), ApiVersionsResponse)
-        if reply.error_code != NONE:
-            raise BenchError(f"ApiVersions failed: {reply.error_code}")
+    generation, group_id = params["generation"], params["group_id"]
+    ids = iter(params["member_ids"])
+    conns: list[HeartbeatConnection] = await connect_many(
+        params["address"],
+        len(params["member_ids"]),
+        v.api_versions,
+        lambda: HeartbeatConnection(state, v, group_id, generation, next(ids)),
+        parallel=params["connect_parallel"],
+    )
     pipe.send("ready")
     start_at = await loop.run_in_executor(None, pipe.recv)  # wall-clock start shared by workers
     await asyncio.sleep(max(0.0, start_at - time.time()))
@@ -746,6 +757,7 @@ async def heartbeat_run(
             "member_ids": share,
             "versions": v.__dict__,
             "seconds": seconds,
+            "connect_parallel": max(1, 4 // procs),
         }
         process = ctx.Process(target=heartbeat_worker, args=(child, params), daemon=True)
         process.start()
@@ -1116,6 +1128,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=5000,
         help="longest the leader waits for every follower's SyncGroup to be sent before its own",
+    )
+    p.add_argument(
+        "--leader-sync-delay-ms",
+        type=float,
+        default=1.0,
+        help="after every follower's SyncGroup is sent, the leader waits this long before its own "
+        "(the mock answers INVALID_REQUEST to a follower SyncGroup it reads after the leader's)",
     )
     p.add_argument("--trial-timeout", type=float, default=120.0, help="seconds before a group counts as failed")
     p.add_argument(

@@ -1,12 +1,43 @@
-"""coordinator-api: a pluggable, typed group-coordination framework on Kafka's group protocol."""
+"""coordinator-api: a pluggable, typed group-coordination framework on Kafka's group protocol.
 
-from coordinator_api._errors import ConfigurationError, CoordinatorApiError, CoordinatorStartError
+Subclass :class:`Coordinator` to build a distributed system on Kafka's group membership
+protocol; run :class:`EmbeddedCoordinator` to coordinate groups on one machine without Kafka.
+"""
+
+from coordinator_api._coordinator import Coordinator, GroupTimeoutError
+from coordinator_api._errors import (
+    CallbackError,
+    ConfigurationError,
+    CoordinatorApiError,
+    CoordinatorClosedError,
+    CoordinatorStartError,
+    FencedInstanceError,
+    GroupError,
+    GroupJoinError,
+    InvalidAssignmentError,
+    InvalidMetadataError,
+    PayloadError,
+)
+from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
 __all__ = [
+    "NO_GENERATION",
+    "CallbackError",
     "ConfigurationError",
+    "Coordinator",
     "CoordinatorApiError",
+    "CoordinatorClosedError",
     "CoordinatorConfig",
     "CoordinatorStartError",
     "EmbeddedCoordinator",
+    "FencedInstanceError",
+    "Generation",
+    "GroupError",
+    "GroupJoinError",
+    "GroupTimeoutError",
+    "InvalidAssignmentError",
+    "InvalidMetadataError",
+    "JoinedMember",
+    "PayloadError",
 ]

@@ -18,7 +18,6 @@ from coordinator_api.server._messages import (
     GroupSnapshot,
     GroupState,
     Heartbeat,
-    HeartbeatResult,
     JoinGroupResult,
     MemberSnapshot,
     OffsetsCommitted,
@@ -390,13 +389,19 @@ def test_group_max_size_rejects_new_members(requires_known_id: bool) -> None:
     assert d.heartbeat(formed.ids["a"], formed.generation) is E.NONE
 
 
-def test_group_max_size_counts_pending_members_while_joining() -> None:
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: pending KIP-394 member ids count toward max_group_size (_is_full); Kafka counts "
+    "only members (acceptJoiningMember: group.size in Stable), so a client that crashed after "
+    "MEMBER_ID_REQUIRED locks a new member out with the fatal GROUP_MAX_SIZE_REACHED",
+)
+def test_pending_member_ids_do_not_count_toward_the_group_max_size() -> None:
     d = Driver(max_group_size=2)
-    d.new_member_id(client="a")
-    d.new_member_id(client="b")
+    d.form_group(["a"])
+    d.new_member_id(client="crashed")  # never comes back
     result = d.join("", client="c")
     assert result is not None
-    assert result.error is E.GROUP_MAX_SIZE_REACHED
+    assert result.error is E.MEMBER_ID_REQUIRED
 
 
 # --- heartbeats --------------------------------------------------------------------------------

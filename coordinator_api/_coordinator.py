@@ -1,0 +1,443 @@
+"""The public ``Coordinator``: subclass it to build a distributed system on Kafka's group protocol."""
+
+from __future__ import annotations
+
+import abc
+import logging
+import time
+from types import TracebackType
+from typing import Any
+
+from kafka.net.manager import KafkaConnectionManager
+
+from coordinator_api._errors import (
+    CallbackError,
+    ConfigurationError,
+    CoordinatorClosedError,
+    FencedInstanceError,
+    GroupError,
+    GroupJoinError,
+    InvalidAssignmentError,
+    InvalidMetadataError,
+)
+from coordinator_api._membership import _machine as m
+from coordinator_api._membership._driver import MemberDriver
+from coordinator_api._types import Generation, JoinedMember
+
+log = logging.getLogger("coordinator_api.membership")
+
+# Connection settings passed through to kafka-python's connection layer (security included).
+CONNECTION_OPTIONS = frozenset(KafkaConnectionManager.DEFAULT_CONFIG) - {"bootstrap_servers", "client_id"}
+
+
+class GroupTimeoutError(GroupError, TimeoutError):
+    """``ensure_active_group`` did not reach a stable generation in time."""
+
+
+class Coordinator(abc.ABC):
+    """A member of a group coordinated by Kafka's classic group protocol.
+
+    Subclass it and implement :meth:`protocol_type`, :meth:`metadata`,
+    :meth:`perform_assignment` and :meth:`on_join_complete` (and, if useful,
+    :meth:`on_join_prepare`, :meth:`on_leave_prepare`, :meth:`on_lost`). Then call
+    :meth:`ensure_active_group` to join and :meth:`poll` regularly to follow rebalances; the
+    same code runs against the embedded coordinator and against a Kafka cluster.
+
+    **Threads.** :meth:`metadata`, :meth:`on_join_prepare`, :meth:`perform_assignment`,
+    :meth:`on_join_complete` and :meth:`on_leave_prepare` run on the thread that calls
+    :meth:`poll`, :meth:`ensure_active_group`, :meth:`leave_group` or :meth:`close`. Heartbeats
+    run on a background thread, so they go on while the application works between polls; that
+    thread also runs :meth:`on_lost`, so it can interrupt work in progress.
+
+    **Errors.** A callback that raises surfaces from the call that ran it as
+    :class:`~coordinator_api.CallbackError` naming the group and the member; the member recovers
+    on a later call. Errors a retry cannot fix (inconsistent protocols, a full group) raise
+    :class:`~coordinator_api.GroupJoinError`; another process joining with the same
+    ``group_instance_id`` raises :class:`~coordinator_api.FencedInstanceError`.
+
+    :param group_id: the group to join.
+    :param bootstrap_servers: ``host:port[,host:port...]`` of the coordinator or Kafka cluster.
+    :param group_instance_id: a static member id (KIP-345): a restart within the session keeps
+        the member's assignment without a rebalance.
+    :param session_timeout_ms: how long the coordinator waits for a heartbeat before expiring
+        the member.
+    :param heartbeat_interval_ms: time between heartbeats (at most a third of the session).
+    :param rebalance_timeout_ms: how long the coordinator waits for members to rejoin in a
+        rebalance.
+    :param max_poll_interval_ms: a member whose application does not poll this long leaves the
+        group; defaults to the rebalance timeout.
+    :param lease_margin_ms: how long before the coordinator could give this member's assignment
+        to another the member declares it lost (:meth:`on_lost`); defaults to the heartbeat
+        interval.
+    :param client_id: the client id sent to the coordinator (member ids start with it).
+    :param retry_backoff_ms: pause before retrying after an error.
+    :param request_timeout_ms: timeout for requests without a timeout of their own.
+    :param connection_options: further kafka-python connection settings, passed through:
+        ``security_protocol``, ``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``,
+        ``ssl_context``, ``sasl_mechanism``, ``sasl_plain_username``, ``sasl_plain_password``,
+        ``sasl_oauth_token_provider``, ``api_version`` and the rest of
+        ``KafkaConnectionManager.DEFAULT_CONFIG``.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        bootstrap_servers: str | list[str],
+        *,
+        group_instance_id: str | None = None,
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        rebalance_timeout_ms: int = 300_000,
+        max_poll_interval_ms: int | None = None,
+        lease_margin_ms: int | None = None,
+        client_id: str = "coordinator-api",
+        retry_backoff_ms: int = 100,
+        request_timeout_ms: int = 30_000,
+        **connection_options: Any,
+    ) -> None:
+        if not isinstance(group_id, str) or not group_id:
+            raise ConfigurationError("group_id must be a non-empty string")
+        if not bootstrap_servers:
+            raise ConfigurationError(f"group {group_id!r}: bootstrap_servers is empty")
+        for name, value in (
+            ("session_timeout_ms", session_timeout_ms),
+            ("heartbeat_interval_ms", heartbeat_interval_ms),
+            ("rebalance_timeout_ms", rebalance_timeout_ms),
+            ("request_timeout_ms", request_timeout_ms),
+        ):
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigurationError(
+                    f"group {group_id!r}: {name} must be a positive integer, got {value!r}"
+                )
+        if heartbeat_interval_ms >= session_timeout_ms:
+            raise ConfigurationError(
+                f"group {group_id!r}: heartbeat_interval_ms ({heartbeat_interval_ms}) must be below "
+                f"session_timeout_ms ({session_timeout_ms}), ideally a third of it"
+            )
+        margin = heartbeat_interval_ms if lease_margin_ms is None else lease_margin_ms
+        if not 0 <= margin < session_timeout_ms:
+            raise ConfigurationError(
+                f"group {group_id!r}: lease_margin_ms must be between 0 and the session timeout"
+            )
+        unknown = sorted(set(connection_options) - CONNECTION_OPTIONS)
+        if unknown:
+            raise ConfigurationError(f"group {group_id!r}: unknown connection option(s) {', '.join(unknown)}")
+        self._group_id = group_id
+        self._settings = m.MemberSettings(
+            group_id=group_id,
+            group_instance_id=group_instance_id,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            max_poll_interval_ms=max_poll_interval_ms or rebalance_timeout_ms,
+            retry_backoff_ms=retry_backoff_ms,
+            lease_margin_ms=margin,
+        )
+        self._connection_options = {
+            **connection_options,
+            "bootstrap_servers": bootstrap_servers,
+            "client_id": client_id,
+            "request_timeout_ms": request_timeout_ms,
+        }
+        self._request_timeout_ms = request_timeout_ms
+        self._driver: MemberDriver | None = None
+        self._closed = False
+
+    # --- what subclasses implement ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    def protocol_type(self) -> str:
+        """The group's protocol type, e.g. ``"consumer"``; every member of a group shares it."""
+
+    @abc.abstractmethod
+    def metadata(self) -> list[tuple[str, bytes]]:
+        """The protocols this member supports, most preferred first, each with its metadata."""
+
+    @abc.abstractmethod
+    def perform_assignment(
+        self, leader_id: str, protocol: str, members: list[JoinedMember]
+    ) -> dict[str, bytes]:
+        """Leader only: decide what each member owns in the new generation.
+
+        :param leader_id: this member's id.
+        :param protocol: the protocol the group chose.
+        :param members: every member with its metadata for that protocol.
+        :returns: member id -> assignment bytes; members left out get an empty assignment.
+        """
+
+    @abc.abstractmethod
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        """A generation has settled: start acting on ``assignment``."""
+
+    def on_join_prepare(self, generation: int, member_id: str) -> None:
+        """A rebalance starts: stop acting on the current assignment (called before rejoining)."""
+
+    def on_leave_prepare(self) -> None:
+        """The member is about to leave the group: release the assignment."""
+
+    def on_lost(self, reason: str) -> None:
+        """The assignment may already be another member's (heartbeats failed for too long, or
+        the coordinator fenced this member): stop acting on it now. Runs on the heartbeat
+        thread; keep it quick. The member rejoins on the next poll."""
+
+    # --- what the base class provides ------------------------------------------------------------
+
+    @property
+    def group_id(self) -> str:
+        return self._group_id
+
+    @property
+    def member_id(self) -> str:
+        """This member's id ("" before it has one)."""
+        return self.generation().member_id
+
+    def generation(self) -> Generation:
+        """The member's current generation (``NO_GENERATION`` before it joined)."""
+        driver = self._driver
+        if driver is None:
+            return Generation(-1, "", None)
+        with driver.lock:
+            return driver.machine.generation()
+
+    def generation_if_stable(self) -> Generation | None:
+        """The generation if the member holds a settled assignment it may act on, else None."""
+        driver = self._driver
+        if driver is None:
+            return None
+        with driver.lock:
+            return driver.machine.generation() if driver.machine.is_stable() else None
+
+    def ensure_active_group(self, timeout: float | None = None) -> None:
+        """Join the group if needed and wait until this member holds a settled assignment.
+
+        :param timeout: seconds; None waits as long as it takes.
+        :raises GroupTimeoutError: the group did not settle in time.
+        """
+        driver = self._start()
+        driver.submit(m.JoinWanted("ensure_active_group"))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._run_app_actions(driver)
+            with driver.lock:
+                if driver.machine.is_stable() and not driver.app_actions:
+                    return
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise GroupTimeoutError(
+                        f"no stable generation within {timeout} s (member state: "
+                        f"{driver.machine.state.value}); check that the coordinator is reachable "
+                        "and the other members are polling",
+                        group_id=self._group_id,
+                        member_id=driver.machine.member_id,
+                    )
+                if not driver.app_actions:
+                    driver.lock.wait(0.5 if remaining is None else min(remaining, 0.5))
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Follow the group: run due callbacks, rejoining after a rebalance, for up to ``timeout``
+        seconds; returns early after running a callback."""
+        driver = self._start()
+        driver.submit(m.Polled())
+        with driver.lock:
+            if driver.machine.state in (m.MemberState.UNJOINED, m.MemberState.LOST):
+                driver.machine.want_join = True
+        driver.submit(m.Tick())
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            if self._run_app_actions(driver):
+                return
+            with driver.lock:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                if not driver.app_actions:
+                    driver.lock.wait(remaining)
+
+    def request_rejoin(self, reason: str) -> None:
+        """Start a rebalance: the member rejoins (and the group rebalances) on the next poll."""
+        self._start().submit(m.JoinWanted(reason))
+
+    def leave_group(self, reason: str = "the application left") -> None:
+        """Leave the group now (also for a static member); a later poll joins again."""
+        driver = self._driver
+        if driver is None:
+            return
+        self._release_before_leaving(driver)
+        driver.submit(m.LeaveWanted(reason))
+        driver.wait_for_leave(self._request_timeout_ms / 1000)
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Leave the group (dynamic members; a static member keeps its place for its session)
+        and release the connections. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        driver = self._driver
+        if driver is None:
+            return
+        try:
+            if self._settings.group_instance_id is None:
+                self._release_before_leaving(driver)
+                driver.submit(m.LeaveWanted("the member closed"))
+                driver.wait_for_leave(timeout)
+            else:
+                self._release_before_leaving(driver)
+        finally:
+            driver.close()
+
+    def __enter__(self) -> Coordinator:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _start(self) -> MemberDriver:
+        if self._closed:
+            raise CoordinatorClosedError(
+                "this Coordinator is closed; create a new one", group_id=self._group_id, member_id=""
+            )
+        if self._driver is None:
+            self._driver = MemberDriver(
+                self._settings,
+                protocol_type=self.protocol_type(),
+                connection_options=self._connection_options,
+                on_lost=self._lost,
+                request_timeout_ms=self._request_timeout_ms,
+            )
+        return self._driver
+
+    def _lost(self, action: m.Lost) -> None:
+        try:
+            self.on_lost(action.reason)
+        except Exception:
+            log.exception("group %s member %s: on_lost raised", self._group_id, action.member_id)
+
+    def _release_before_leaving(self, driver: MemberDriver) -> None:
+        with driver.lock:
+            holds = driver.machine.holds_assignment
+        if holds:
+            self._callback(driver, "on_leave_prepare", self.on_leave_prepare)
+
+    def _callback(self, driver: MemberDriver, name: str, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise CallbackError(name, group_id=self._group_id, member_id=driver.machine.member_id) from exc
+
+    def _run_app_actions(self, driver: MemberDriver) -> bool:
+        """Run the callbacks the machine asked for; True if any ran."""
+        ran = False
+        while True:
+            with driver.lock:
+                if not driver.app_actions:
+                    return ran
+                action = driver.app_actions.popleft()
+            ran = True
+            if isinstance(action, m.Fail):
+                error_cls = FencedInstanceError if action.kind == "fenced" else GroupJoinError
+                if error_cls is GroupJoinError:
+                    raise GroupJoinError(
+                        action.message,
+                        group_id=self._group_id,
+                        member_id=driver.machine.member_id,
+                        error_name=action.error_name,
+                    )
+                raise FencedInstanceError(
+                    action.message, group_id=self._group_id, member_id=driver.machine.member_id
+                )
+            if isinstance(action, m.PrepareJoin):
+                self._prepare(driver, action)
+            elif isinstance(action, m.Assign):
+                self._assign(driver, action)
+            elif isinstance(action, m.Complete):
+                self._complete(driver, action)
+
+    def _prepare(self, driver: MemberDriver, action: m.PrepareJoin) -> None:
+        error: CallbackError | None = None
+        if action.revoke:
+            try:
+                self._callback(
+                    driver, "on_join_prepare", self.on_join_prepare, action.generation_id, action.member_id
+                )
+            except CallbackError as exc:
+                error = exc  # the join goes on: the group must not wait for us
+        try:
+            protocols = self._callback(driver, "metadata", self.metadata)
+        except CallbackError:
+            driver.submit(m.PrepareFailed())
+            raise
+        if (
+            not isinstance(protocols, list | tuple)
+            or not protocols
+            or not all(
+                isinstance(p, tuple)
+                and len(p) == 2
+                and isinstance(p[0], str)
+                and isinstance(p[1], bytes | bytearray)
+                for p in protocols
+            )
+        ):
+            driver.submit(m.PrepareFailed())
+            raise InvalidMetadataError(
+                "metadata() must return a non-empty list of (protocol name, metadata bytes); "
+                f"got {protocols!r}",
+                group_id=self._group_id,
+                member_id=driver.machine.member_id,
+            )
+        driver.submit(m.Prepared(tuple((name, bytes(meta)) for name, meta in protocols)))
+        if error is not None:
+            raise error
+
+    def _assign(self, driver: MemberDriver, action: m.Assign) -> None:
+        member_ids = {member.member_id for member in action.members}
+        try:
+            result = self._callback(
+                driver,
+                "perform_assignment",
+                self.perform_assignment,
+                action.leader_id,
+                action.protocol_name,
+                list(action.members),
+            )
+            if not isinstance(result, dict) or not all(
+                isinstance(k, str) and isinstance(v, bytes | bytearray) for k, v in result.items()
+            ):
+                raise InvalidAssignmentError(
+                    f"perform_assignment must return dict[str, bytes], got {type(result).__name__}",
+                    group_id=self._group_id,
+                    member_id=action.leader_id,
+                )
+            unknown = sorted(set(result) - member_ids)
+            if unknown:
+                raise InvalidAssignmentError(
+                    f"perform_assignment named members not in this generation: {', '.join(unknown)}",
+                    group_id=self._group_id,
+                    member_id=action.leader_id,
+                )
+        except GroupError:
+            driver.submit(m.AssignmentFailed())
+            raise
+        driver.submit(m.AssignmentComputed(tuple((k, bytes(v)) for k, v in sorted(result.items()))))
+
+    def _complete(self, driver: MemberDriver, action: m.Complete) -> None:
+        try:
+            self._callback(
+                driver,
+                "on_join_complete",
+                self.on_join_complete,
+                action.generation_id,
+                action.member_id,
+                action.protocol_name,
+                action.assignment,
+            )
+        except CallbackError:
+            driver.submit(m.Completed(ok=False))
+            raise
+        driver.submit(m.Completed(ok=True))

@@ -1,0 +1,641 @@
+"""The member side of Kafka's classic group protocol, as a sans-IO state machine.
+
+States::
+
+    UNJOINED ──want to join──▶ JOINING ──JoinGroup ok──▶ COMPLETING ──SyncGroup ok──▶ STABLE
+        ▲                        ▲  │                        │                         │
+        │                        │  └── errors: retry, find the coordinator again ─────┤
+        │                        └────────── rebalance seen (heartbeat), app polls ◀────┤
+        │                                                                               │
+        └──── leave, max poll interval ◀── LOST ◀── heartbeats failing past the lease ──┘
+                                     FENCED ◀── FENCED_INSTANCE_ID (final)
+
+Rules:
+
+* **The application's thread runs the application's code.** The machine asks for it with
+  actions (:class:`PrepareJoin`, :class:`Assign`, :class:`Complete`) and waits for the matching
+  event. Network actions (:class:`SendJoinGroup`, ...) and the lease hook (:class:`Lost`) are
+  for the background driver. A rebalance therefore advances only while the application polls,
+  while heartbeats go on without it, as in Kafka's Java consumer.
+* **Heartbeats** go every ``heartbeat_interval_ms`` while the member is in a generation
+  (COMPLETING or STABLE), one at a time, and not while a JoinGroup is outstanding.
+* **Lease safety.** The coordinator cannot expire this member before ``session_timeout_ms`` has
+  passed since it *received* the member's last request, which is no earlier than the member
+  *sent* it. So a member that holds an assignment knows a time before which nobody else can be
+  given it: the send time of its last acknowledged request plus the session timeout, and, once
+  it has seen a rebalance start, the send time of its last request acknowledged as stable plus
+  the rebalance timeout (the coordinator removes members that have not rejoined by then). The
+  machine declares the assignment :class:`Lost` ``lease_margin_ms`` before the earlier of the
+  two, then rejoins.
+* **Max poll interval.** A member whose application has not polled for
+  ``max_poll_interval_ms`` leaves the group, so the others need not wait for it, and rejoins
+  when the application polls again.
+* Errors the coordinator returns are handled as Kafka's clients handle them: a new member id
+  on MEMBER_ID_REQUIRED; a fresh join on UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or
+  REBALANCE_IN_PROGRESS; finding the coordinator again on NOT_COORDINATOR and
+  COORDINATOR_NOT_AVAILABLE; a backoff on COORDINATOR_LOAD_IN_PROGRESS; FENCED for
+  FENCED_INSTANCE_ID; and a :class:`Fail` for errors a retry cannot fix.
+
+Time is ``now`` in milliseconds (any monotonic origin); nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from coordinator_api._types import NO_GENERATION_ID, Generation, JoinedMember
+from coordinator_api._types import UNKNOWN_MEMBER_ID as NO_MEMBER_ID
+
+# Kafka error codes the member reacts to.
+NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+_COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+_ERROR_NAMES = {
+    23: "INCONSISTENT_GROUP_PROTOCOL",
+    24: "INVALID_GROUP_ID",
+    26: "INVALID_SESSION_TIMEOUT",
+    30: "GROUP_AUTHORIZATION_FAILED",
+    35: "UNSUPPORTED_VERSION",
+    42: "INVALID_REQUEST",
+    81: "GROUP_MAX_SIZE_REACHED",
+}
+
+
+def error_name(code: int) -> str:
+    return _ERROR_NAMES.get(code, f"error code {code}")
+
+
+class MemberState(enum.Enum):
+    UNJOINED = "unjoined"
+    JOINING = "joining"
+    COMPLETING = "completing"
+    STABLE = "stable"
+    LOST = "lost"
+    FENCED = "fenced"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberSettings:
+    group_id: str
+    group_instance_id: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    rebalance_timeout_ms: int
+    max_poll_interval_ms: int
+    retry_backoff_ms: int
+    lease_margin_ms: int
+
+
+# --- events: what happened --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Event:
+    pass
+
+
+@dataclass(frozen=True)
+class JoinWanted(Event):
+    """The application wants to be in the group (again), e.g. ensure_active_group, rejoin."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Polled(Event):
+    """The application called poll (or ensure_active_group)."""
+
+
+@dataclass(frozen=True)
+class CoordinatorFound(Event):
+    pass
+
+
+@dataclass(frozen=True)
+class CoordinatorLookupFailed(Event):
+    error: str
+
+
+@dataclass(frozen=True)
+class Prepared(Event):
+    """The application ran on_join_prepare (if asked) and metadata()."""
+
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class PrepareFailed(Event):
+    """on_join_prepare or metadata() failed; the next round asks again."""
+
+
+@dataclass(frozen=True)
+class JoinAnswered(Event):
+    sent_at: int
+    error: int
+    generation_id: int = NO_GENERATION_ID
+    protocol_name: str | None = None
+    leader_id: str = ""
+    member_id: str = ""
+    members: tuple[JoinedMember, ...] = ()
+
+
+@dataclass(frozen=True)
+class AssignmentComputed(Event):
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class AssignmentFailed(Event):
+    """perform_assignment raised or returned something unusable."""
+
+
+@dataclass(frozen=True)
+class SyncAnswered(Event):
+    sent_at: int
+    error: int
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True)
+class Completed(Event):
+    """The application ran on_join_complete; ``ok`` is False if it raised."""
+
+    ok: bool
+
+
+@dataclass(frozen=True)
+class HeartbeatAnswered(Event):
+    sent_at: int
+    error: int
+
+
+@dataclass(frozen=True)
+class RequestFailed(Event):
+    """A request got no answer (connection lost, timeout)."""
+
+    kind: str  # find, join, sync, heartbeat, leave
+    error: str
+
+
+@dataclass(frozen=True)
+class LeaveWanted(Event):
+    reason: str
+
+
+@dataclass(frozen=True)
+class LeaveAnswered(Event):
+    error: int
+
+
+@dataclass(frozen=True)
+class Tick(Event):
+    """Time passed."""
+
+
+# --- actions: what to do -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Action:
+    pass
+
+
+@dataclass(frozen=True)
+class FindCoordinator(Action):
+    pass
+
+
+@dataclass(frozen=True)
+class PrepareJoin(Action):
+    """Application thread: call on_join_prepare (if ``revoke``), then metadata()."""
+
+    generation_id: int
+    member_id: str
+    revoke: bool
+
+
+@dataclass(frozen=True)
+class SendJoinGroup(Action):
+    member_id: str
+    protocols: tuple[tuple[str, bytes], ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Assign(Action):
+    """Application thread: the leader computes the assignment."""
+
+    leader_id: str
+    protocol_name: str
+    members: tuple[JoinedMember, ...]
+
+
+@dataclass(frozen=True)
+class SendSyncGroup(Action):
+    generation_id: int
+    member_id: str
+    protocol_name: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class Complete(Action):
+    """Application thread: call on_join_complete."""
+
+    generation_id: int
+    member_id: str
+    protocol_name: str
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class SendHeartbeat(Action):
+    generation_id: int
+    member_id: str
+
+
+@dataclass(frozen=True)
+class SendLeaveGroup(Action):
+    member_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Lost(Action):
+    """Background thread: the assignment is no longer safe to act on (lease hook)."""
+
+    generation_id: int
+    member_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Fail(Action):
+    """Application thread: raise this to the caller of poll/ensure_active_group."""
+
+    kind: str  # join, fenced
+    message: str
+    error_name: str = ""
+
+
+@dataclass
+class _Timers:
+    next_heartbeat: int | None = None
+    retry_at: int | None = None
+
+
+@dataclass
+class MemberMachine:
+    settings: MemberSettings
+    state: MemberState = MemberState.UNJOINED
+    generation_id: int = NO_GENERATION_ID
+    member_id: str = NO_MEMBER_ID
+    protocol_name: str | None = None
+    # What the application wants, and what is under way.
+    want_join: bool = False
+    join_reason: str = ""
+    coordinator_known: bool = False
+    finding: bool = False
+    in_flight: set[str] = field(default_factory=set)
+    awaiting_app: str | None = None  # prepare, assign, complete
+    holds_assignment: bool = False  # between Complete and the next PrepareJoin/Lost
+    rebalance_seen: bool = False
+    protocols: tuple[tuple[str, bytes], ...] = ()
+    # Lease anchors: send times of the last acknowledged request, and of the last one that
+    # found the group stable.
+    session_anchor: int | None = None
+    stable_anchor: int | None = None
+    last_poll: int = 0
+    timers: _Timers = field(default_factory=_Timers)
+    _actions: list[Action] = field(default_factory=list)
+
+    # --- queries --------------------------------------------------------------------------------
+
+    def generation(self) -> Generation:
+        return Generation(self.generation_id, self.member_id, self.protocol_name)
+
+    def is_stable(self) -> bool:
+        return self.state is MemberState.STABLE and self.holds_assignment
+
+    def lease_deadline(self) -> int | None:
+        """When the assignment must be given up, or None if none is held."""
+        if not self.holds_assignment or self.session_anchor is None:
+            return None
+        s = self.settings
+        deadline = self.session_anchor + s.session_timeout_ms
+        if self.rebalance_seen and self.stable_anchor is not None:
+            deadline = min(deadline, self.stable_anchor + s.rebalance_timeout_ms)
+        return deadline - s.lease_margin_ms
+
+    def next_deadline(self) -> int | None:
+        candidates = [self.timers.next_heartbeat, self.timers.retry_at, self.lease_deadline()]
+        if self.state is MemberState.STABLE:
+            candidates.append(self.last_poll + self.settings.max_poll_interval_ms)
+        return min((c for c in candidates if c is not None), default=None)
+
+    # --- the one entry point ----------------------------------------------------------------------
+
+    def handle(self, event: Event, now: int) -> list[Action]:
+        if self.state is MemberState.FENCED and not isinstance(event, LeaveWanted):
+            return []
+        method = getattr(self, "_on_" + type(event).__name__)
+        method(event, now)
+        self._check_timers(now)
+        self._advance(now)
+        actions, self._actions = self._actions, []
+        return actions
+
+    # --- events -------------------------------------------------------------------------------
+
+    def _on_JoinWanted(self, event: JoinWanted, now: int) -> None:
+        self.want_join = True
+        self.join_reason = self.join_reason or event.reason
+        self.last_poll = now
+
+    def _on_Polled(self, event: Polled, now: int) -> None:
+        self.last_poll = now
+        if self.state is MemberState.LOST:
+            self.state = MemberState.UNJOINED
+
+    def _on_Tick(self, event: Tick, now: int) -> None:
+        pass
+
+    def _on_CoordinatorFound(self, event: CoordinatorFound, now: int) -> None:
+        self.finding = False
+        self.coordinator_known = True
+        self.timers.retry_at = None
+
+    def _on_CoordinatorLookupFailed(self, event: CoordinatorLookupFailed, now: int) -> None:
+        self.finding = False
+        self.timers.retry_at = now + self.settings.retry_backoff_ms
+
+    def _on_Prepared(self, event: Prepared, now: int) -> None:
+        if self.awaiting_app != "prepare":
+            return
+        self.awaiting_app = None
+        self.holds_assignment = False  # the application has released it
+        self.protocols = event.protocols
+        self.state = MemberState.JOINING
+
+    def _on_PrepareFailed(self, event: PrepareFailed, now: int) -> None:
+        if self.awaiting_app == "prepare":
+            self.awaiting_app = None
+            self.holds_assignment = False
+            self.state = MemberState.UNJOINED
+
+    def _on_JoinAnswered(self, event: JoinAnswered, now: int) -> None:
+        self.in_flight.discard("join")
+        if self.state is not MemberState.JOINING:
+            return
+        error = event.error
+        if error == NONE:
+            self._acknowledged(event.sent_at)
+            self.generation_id = event.generation_id
+            self.member_id = event.member_id
+            self.protocol_name = event.protocol_name
+            self.state = MemberState.COMPLETING
+            self.rebalance_seen = False
+            self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
+            if event.leader_id == event.member_id:
+                self.awaiting_app = "assign"
+                self._actions.append(Assign(event.leader_id, event.protocol_name or "", event.members))
+            else:
+                self._send_sync(())
+        elif error == MEMBER_ID_REQUIRED:
+            self.member_id = event.member_id  # join again at once with it
+        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)  # and join again
+        elif error == REBALANCE_IN_PROGRESS:
+            pass  # superseded by a newer join of ours; join again
+        elif error == FENCED_INSTANCE_ID:
+            self._fence()
+        else:
+            self._retry_or_fail("join", error, now)
+
+    def _on_AssignmentComputed(self, event: AssignmentComputed, now: int) -> None:
+        if self.awaiting_app != "assign" or self.state is not MemberState.COMPLETING:
+            return
+        self.awaiting_app = None
+        self._send_sync(event.assignments)
+
+    def _on_AssignmentFailed(self, event: AssignmentFailed, now: int) -> None:
+        # Leave, so the coordinator picks another leader and the group settles without us.
+        self.awaiting_app = None
+        self._leave("the leader's perform_assignment failed")
+        self.state = MemberState.UNJOINED
+
+    def _on_SyncAnswered(self, event: SyncAnswered, now: int) -> None:
+        self.in_flight.discard("sync")
+        if self.state is not MemberState.COMPLETING:
+            return
+        error = event.error
+        if error == NONE:
+            self._acknowledged(event.sent_at, stable=True)
+            self.awaiting_app = "complete"
+            self._actions.append(
+                Complete(self.generation_id, self.member_id, self.protocol_name or "", event.assignment)
+            )
+        elif error == REBALANCE_IN_PROGRESS:
+            self._rejoin("the group started another rebalance")
+        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)
+            self.state = MemberState.UNJOINED
+            self._rejoin("SyncGroup was refused")
+        elif error == FENCED_INSTANCE_ID:
+            self._fence()
+        else:
+            self._retry_or_fail("sync", error, now)
+
+    def _on_Completed(self, event: Completed, now: int) -> None:
+        if self.awaiting_app != "complete":
+            return
+        self.awaiting_app = None
+        self.state = MemberState.STABLE
+        self.holds_assignment = True
+        self.want_join = False
+        self.join_reason = ""
+        if not event.ok:
+            self.holds_assignment = False
+            self._rejoin("on_join_complete raised")
+
+    def _on_HeartbeatAnswered(self, event: HeartbeatAnswered, now: int) -> None:
+        self.in_flight.discard("heartbeat")
+        error = event.error
+        if self.state not in (MemberState.COMPLETING, MemberState.STABLE):
+            return
+        if error == NONE:
+            self._acknowledged(event.sent_at, stable=True)
+        elif error == REBALANCE_IN_PROGRESS:
+            self._acknowledged(event.sent_at)
+            if not self.rebalance_seen:
+                self.rebalance_seen = True
+                self._rejoin("the group is rebalancing")
+        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+            name = "UNKNOWN_MEMBER_ID" if error == UNKNOWN_MEMBER_ID else "ILLEGAL_GENERATION"
+            self._lose(f"the coordinator no longer knows this member's generation ({name})")
+            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)
+            self._rejoin("fenced by the coordinator")
+        elif error == FENCED_INSTANCE_ID:
+            self._fence()
+        elif error in _COORDINATOR_MOVED:
+            self.coordinator_known = False
+        # Anything else: keep heartbeating; the lease decides when it is too late.
+
+    def _on_RequestFailed(self, event: RequestFailed, now: int) -> None:
+        self.in_flight.discard(event.kind)
+        if event.kind == "find":
+            self.finding = False
+        self.coordinator_known = False
+        self.timers.retry_at = now + self.settings.retry_backoff_ms
+        if event.kind in ("join", "sync") and self.state in (MemberState.JOINING, MemberState.COMPLETING):
+            # The answer is lost; join again (the coordinator keeps our member id).
+            self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
+            self.awaiting_app = None
+
+    def _on_LeaveWanted(self, event: LeaveWanted, now: int) -> None:
+        self.want_join = False
+        if self.member_id and self.state is not MemberState.FENCED:
+            self._leave(event.reason)
+        self._reset_generation(member_id_too=True)
+        self.awaiting_app = None
+        if self.state is not MemberState.FENCED:
+            self.state = MemberState.UNJOINED
+
+    def _on_LeaveAnswered(self, event: LeaveAnswered, now: int) -> None:
+        self.in_flight.discard("leave")
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _acknowledged(self, sent_at: int, *, stable: bool = False) -> None:
+        self.session_anchor = max(self.session_anchor or sent_at, sent_at)
+        if stable:
+            self.stable_anchor = max(self.stable_anchor or sent_at, sent_at)
+
+    def _send_sync(self, assignments: tuple[tuple[str, bytes], ...]) -> None:
+        self.in_flight.add("sync")
+        self._actions.append(
+            SendSyncGroup(self.generation_id, self.member_id, self.protocol_name, assignments)
+        )
+
+    def _reset_generation(self, *, member_id_too: bool) -> None:
+        self.generation_id = NO_GENERATION_ID
+        self.protocol_name = None
+        if member_id_too:
+            self.member_id = NO_MEMBER_ID
+        self.session_anchor = self.stable_anchor = None
+        self.timers.next_heartbeat = None
+
+    def _rejoin(self, reason: str) -> None:
+        self.want_join = True
+        self.join_reason = self.join_reason or reason
+
+    def _lose(self, reason: str) -> None:
+        if self.holds_assignment:
+            self.holds_assignment = False
+            self._actions.append(Lost(self.generation_id, self.member_id, reason))
+        if self.awaiting_app == "prepare":
+            self.awaiting_app = None  # nothing left to release: the next round asks afresh
+        self.state = MemberState.LOST
+
+    def _fence(self) -> None:
+        self._lose("another process joined with this member's group_instance_id")
+        self.state = MemberState.FENCED
+        self.timers = _Timers()
+        self._actions.append(
+            Fail(
+                "fenced",
+                f"fenced: another process joined with group_instance_id "
+                f"{self.settings.group_instance_id!r}; give each process its own id and close this one",
+                "FENCED_INSTANCE_ID",
+            )
+        )
+
+    def _leave(self, reason: str) -> None:
+        if self.member_id:
+            self.in_flight.add("leave")
+            self._actions.append(SendLeaveGroup(self.member_id, reason))
+        self.holds_assignment = False
+        self.timers.next_heartbeat = None
+
+    def _retry_or_fail(self, kind: str, error: int, now: int) -> None:
+        if error in _COORDINATOR_MOVED:
+            self.coordinator_known = False
+            self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
+        elif error == COORDINATOR_LOAD_IN_PROGRESS:
+            self.timers.retry_at = now + self.settings.retry_backoff_ms
+            self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
+        else:
+            # A retry cannot fix it: tell the application, which may call again.
+            self.state = MemberState.UNJOINED
+            self.want_join = False
+            self.join_reason = ""
+            self._actions.append(
+                Fail("join", f"{kind}: the coordinator answered {error_name(error)}", error_name(error))
+            )
+
+    def _check_timers(self, now: int) -> None:
+        lease = self.lease_deadline()
+        if lease is not None and now >= lease:
+            self._lose(
+                "heartbeats have not been acknowledged in time; the coordinator may soon give this "
+                "member's assignment to another"
+            )
+            self._rejoin("lease expired")
+        if (
+            self.state is MemberState.STABLE
+            and self.holds_assignment
+            and now - self.last_poll > self.settings.max_poll_interval_ms
+        ):
+            self._lose(
+                f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
+                "(max_poll_interval_ms); leaving so the group can go on"
+            )
+            self._leave("max poll interval exceeded")
+            self._reset_generation(member_id_too=True)
+            self.state = MemberState.LOST
+            self._rejoin("max poll interval exceeded")
+        if self.timers.retry_at is not None and now >= self.timers.retry_at:
+            self.timers.retry_at = None
+
+    def _advance(self, now: int) -> None:
+        """Issue whatever the current state allows."""
+        if self.state in (MemberState.FENCED, MemberState.LOST):
+            return
+        if self.timers.retry_at is not None:
+            return
+        if not self.coordinator_known:
+            if not self.finding and (self.want_join or self.generation_id != NO_GENERATION_ID):
+                self.finding = True
+                self._actions.append(FindCoordinator())
+            return
+        # Heartbeats while in a generation.
+        if (
+            self.state in (MemberState.COMPLETING, MemberState.STABLE)
+            and self.timers.next_heartbeat is not None
+            and now >= self.timers.next_heartbeat
+            and "heartbeat" not in self.in_flight
+            and "join" not in self.in_flight
+        ):
+            self.in_flight.add("heartbeat")
+            self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
+            self._actions.append(SendHeartbeat(self.generation_id, self.member_id))
+        if not self.want_join or self.awaiting_app is not None or self.in_flight & {"join", "sync"}:
+            return
+        if self.state is MemberState.JOINING and self.protocols:
+            self.in_flight.add("join")
+            self._actions.append(SendJoinGroup(self.member_id, self.protocols, self.join_reason))
+            return
+        if self.state in (MemberState.UNJOINED, MemberState.STABLE, MemberState.COMPLETING):
+            # A new round: the application must release what it holds and say its metadata.
+            revoke = self.holds_assignment
+            self.awaiting_app = "prepare"
+            self.protocols = ()
+            self._actions.append(PrepareJoin(self.generation_id, self.member_id, revoke))
