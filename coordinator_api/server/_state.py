@@ -255,6 +255,8 @@ class GroupCoordinator:
                     assignment=ms.assignment,
                 )
                 self._add_member_record(group, member, now_ms)
+            if snap.leader_id in group.members:
+                group.leader_id = snap.leader_id
             group.state = GroupState.STABLE if group.members else GroupState.EMPTY
             self._groups[group.group_id] = group
         for group_id, committed in offsets:
@@ -408,7 +410,7 @@ class GroupCoordinator:
 
     def _is_full(self, group: _Group) -> bool:
         limit = self._config.max_group_size
-        return limit is not None and len(group.members) + len(group.pending_members) >= limit
+        return limit is not None and len(group.members) >= limit
 
     def _join_new_member(
         self, group: _Group, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
@@ -435,6 +437,11 @@ class GroupCoordinator:
     ) -> None:
         if req.member_id in group.pending_members:
             del group.pending_members[req.member_id]
+            if self._is_full(group):
+                fx.replies.append(
+                    (ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=req.member_id))
+                )
+                return
             self._add_member_and_rebalance(group, req.member_id, ref, req, now_ms, fx)
             return
         if self._is_fenced(group, req.group_instance_id, req.member_id):
@@ -658,7 +665,10 @@ class GroupCoordinator:
 
     def _complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
         group.join_deadline = None
-        for member in [m for m in group.members.values() if m.awaiting_join is None]:
+        # Dynamic members that did not rejoin are removed; static ones stay in the generation
+        # (their session, or the sync deadline, decides), as in Kafka.
+        late = [m for m in group.members.values() if m.awaiting_join is None and m.group_instance_id is None]
+        for member in late:
             self._drop_member(group, member, fx, "removed", "did not rejoin before the rebalance timeout")
         group.generation_id += 1
         if not group.members:
@@ -683,8 +693,9 @@ class GroupCoordinator:
             detail=f"protocol={group.protocol_name} members={len(group.members)}",
         )
         for member in group.members.values():
-            fx.replies.append((member.awaiting_join, self._join_result(group, member)))
-            member.awaiting_join = None
+            if member.awaiting_join is not None:
+                fx.replies.append((member.awaiting_join, self._join_result(group, member)))
+                member.awaiting_join = None
             self._touch(member, now_ms)
 
     def _sync_deadline_passed(self, group: _Group, now_ms: int, fx: Effects) -> None:
@@ -1021,6 +1032,7 @@ class GroupCoordinator:
 
     def _create_topics(self, req: CreateTopics, fx: Effects) -> CreateTopicsResult:
         created = []
+        names = Counter(new.name for new in req.topics)
         for new in req.topics:
             partitions = (
                 self._config.default_num_partitions if new.num_partitions == -1 else new.num_partitions
@@ -1029,7 +1041,9 @@ class GroupCoordinator:
             def fail(error: ErrorCode, message: str, name: str = new.name) -> None:
                 created.append(CreatedTopic(name=name, error=error, message=message))
 
-            if not _LEGAL_TOPIC.fullmatch(new.name) or new.name in (".", ".."):
+            if names[new.name] > 1:
+                fail(ErrorCode.INVALID_REQUEST, f"topic {new.name!r} is named more than once in the request")
+            elif not _LEGAL_TOPIC.fullmatch(new.name) or new.name in (".", ".."):
                 fail(
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     "topic names are 1 to 249 characters of ASCII letters, digits, '.', '_', '-'",

@@ -389,12 +389,6 @@ def test_group_max_size_rejects_new_members(requires_known_id: bool) -> None:
     assert d.heartbeat(formed.ids["a"], formed.generation) is E.NONE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pending KIP-394 member ids count toward max_group_size (_is_full); Kafka counts "
-    "only members (acceptJoiningMember: group.size in Stable), so a client that crashed after "
-    "MEMBER_ID_REQUIRED locks a new member out with the fatal GROUP_MAX_SIZE_REACHED",
-)
 def test_pending_member_ids_do_not_count_toward_the_group_max_size() -> None:
     d = Driver(max_group_size=2)
     d.form_group(["a"])
@@ -759,12 +753,6 @@ def test_static_member_rejoining_during_a_rebalance_replaces_its_parked_join() -
     assert sorted(joined_ids(r1)) == sorted([s1, r2.member_id])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: at the rebalance timeout Kafka removes only dynamic members that did not rejoin "
-    "(onCompleteJoin: notYetRejoinedMembers.filterNot(isStaticMember)); static ones stay until "
-    "their session expires, but _complete_join drops them too",
-)
 def test_static_member_that_did_not_rejoin_is_kept_at_the_rebalance_timeout() -> None:
     d = Driver()
     kw = {"session": 60_000, "rebalance": 20_000}
@@ -1055,12 +1043,6 @@ def test_create_topics_validate_only_creates_nothing() -> None:
     assert d.create_topics(("t", 2, 1)).topics[0].error is E.NONE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Kafka answers INVALID_REQUEST to every entry of a topic named twice in one "
-    "CreateTopics request and creates none; here the first entry creates it, the second gets "
-    "TOPIC_ALREADY_EXISTS",
-)
 def test_create_topics_with_a_duplicate_name_in_one_request_is_invalid() -> None:
     d = Driver()
     result = d.create_topics(("t", 1, 1), ("t", 2, 1))
@@ -1180,12 +1162,6 @@ def test_restored_static_member_rejoins_without_a_rebalance() -> None:
     assert d.heartbeat("m1", 5, instance="s1") is E.NONE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: restore() loses the stored leader unless it is the first member: "
-    "_add_member_record makes the first restored member leader because the stored leader is "
-    "not yet in group.members",
-)
 def test_restore_keeps_the_stored_leader() -> None:
     d = restored_driver(leader="m2")
     # m1 is a follower with unchanged metadata: Kafka answers at once with the current generation.
