@@ -21,7 +21,7 @@ from coordinator_api._errors import (
     InvalidMetadataError,
 )
 from coordinator_api._membership import _machine as m
-from coordinator_api._membership._driver import MemberDriver
+from coordinator_api._membership._driver import MemberDriver, now_ms
 from coordinator_api._types import Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -205,7 +205,7 @@ class Coordinator(abc.ABC):
         if driver is None:
             return None
         with driver.lock:
-            return driver.machine.generation() if driver.machine.is_stable() else None
+            return driver.machine.generation() if driver.machine.is_stable(now_ms()) else None
 
     def ensure_active_group(self, timeout: float | None = None) -> None:
         """Join the group if needed and wait until this member holds a settled assignment.

@@ -40,7 +40,7 @@ log = logging.getLogger("coordinator_api.membership")
 _APP_ACTIONS = (m.PrepareJoin, m.Assign, m.Complete, m.Fail)
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
@@ -82,7 +82,7 @@ class MemberDriver:
         with self.lock:
             if self._closed:
                 return
-            actions = self.machine.handle(event, _now_ms())
+            actions = self.machine.handle(event, now_ms())
             if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick)):
                 log.debug("group %s: %r -> %r", self.settings.group_id, event, actions)
             for action in actions:
@@ -111,7 +111,7 @@ class MemberDriver:
                 if self._closed:
                     return
                 deadline = self.machine.next_deadline()
-                wait_s = 1.0 if deadline is None else max((deadline - _now_ms()) / 1000, 0)
+                wait_s = 1.0 if deadline is None else max((deadline - now_ms()) / 1000, 0)
                 self.lock.wait(min(wait_s, 1.0))
                 if self._closed:
                     return
@@ -121,7 +121,7 @@ class MemberDriver:
 
     def _send(self, action: m.Action) -> None:
         s = self.settings
-        sent_at = _now_ms()
+        sent_at = now_ms()
         if isinstance(action, m.FindCoordinator):
             self._request(self._find_coordinator(), "find", lambda _r: m.CoordinatorFound())
         elif isinstance(action, m.SendJoinGroup):

@@ -322,8 +322,14 @@ class MemberMachine:
     def generation(self) -> Generation:
         return Generation(self.generation_id, self.member_id, self.protocol_name)
 
-    def is_stable(self) -> bool:
-        return self.state is MemberState.STABLE and self.holds_assignment
+    def is_stable(self, now: int | None = None) -> bool:
+        """True while the member holds a settled assignment it may act on; given ``now``, also
+        only while its lease has not run out (a process resumed after a pause must not act
+        before the heartbeat thread had a chance to notice)."""
+        if self.state is not MemberState.STABLE or not self.holds_assignment:
+            return False
+        lease = self.lease_deadline()
+        return now is None or lease is None or now < lease
 
     def lease_deadline(self) -> int | None:
         """When the assignment must be given up, or None if none is held."""

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
-from members import (
+from member_processes import (
     MemberProcess,
     MembershipRecorder,
     overlapping_ownership,

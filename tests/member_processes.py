@@ -1,4 +1,5 @@
-"""Harness for tests that run group members as real processes (see kafka_member.py)."""
+"""Harness for tests that run group members as real processes (server/kafka_member.py,
+membership/shard_member.py): start, kill, pause, resume, and read their JSON reports."""
 
 from __future__ import annotations
 
@@ -19,19 +20,23 @@ from typing import Any
 
 from coordinator_api.server import MembershipEvent
 
-MEMBER_SCRIPT = Path(__file__).with_name("kafka_member.py")
+KAFKA_MEMBER = Path(__file__).parent / "server" / "kafka_member.py"
+SHARD_MEMBER = Path(__file__).parent / "membership" / "shard_member.py"
 
 
 class MemberProcess:
     """One member process; its reports are collected by a reader thread."""
 
-    def __init__(self, client: str, bootstrap: str, name: str, **options: Any) -> None:
+    def __init__(
+        self, client: str, bootstrap: str, name: str, *, script: Path = KAFKA_MEMBER, **options: Any
+    ) -> None:
         self.name = name
         self.reports: list[dict[str, Any]] = []
         self.owned: frozenset[int] = frozenset()
         self.ended_at = float("inf")  # when a kill ended its ownership without a revocation
-        argv = [sys.executable, str(MEMBER_SCRIPT), "--client", client, "--bootstrap", bootstrap]
-        argv += ["--name", name]
+        argv = [sys.executable, str(script), "--bootstrap", bootstrap, "--name", name]
+        if client:
+            argv += ["--client", client]
         for key, value in options.items():
             if value is not None:
                 argv += ["--" + key.replace("_", "-"), str(value)]
@@ -54,6 +59,10 @@ class MemberProcess:
             self.reports.append(report)
             if "owned" in report:
                 self.owned = frozenset(report["owned"])
+            elif report.get("event") == "assigned" and "shards" in report:
+                self.owned = frozenset(report["shards"])
+            elif report.get("event") in ("revoked", "lost") and "shards" in report:
+                self.owned = frozenset()
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.reports if r.get("event") == kind]

@@ -1,0 +1,125 @@
+"""A member process of a custom protocol built on coordinator_api.Coordinator: a shard allocator.
+
+Run as ``python shard_member.py --bootstrap HOST:PORT --name m1 [--misbehave KIND]``. It joins
+group ``shards``; the leader spreads ``--shards`` shards round robin over the members sorted by
+member id. It prints one JSON line per callback (assigned, revoked, lost, error) and, for every
+shard it owns, an ``act`` record each time it works on it, only while
+``generation_if_stable()`` says it may. SIGTERM closes it gracefully.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from coordinator_api import CoordinatorApiError, Coordinator, JoinedMember
+
+lock = threading.Lock()
+
+
+def report(name: str, **fields: Any) -> None:
+    with lock:
+        print(json.dumps({"t": time.time(), "name": name, **fields}), flush=True)
+
+
+class ShardAllocator(Coordinator):
+    def __init__(self, name: str, shards: int, misbehave: str | None, **kwargs: Any) -> None:
+        super().__init__(client_id=name, **kwargs)
+        self.name = name
+        self.shards = shards
+        self.misbehave = misbehave
+        self.owned: list[int] = []
+
+    def protocol_type(self) -> str:
+        return "shards"
+
+    def metadata(self) -> list[tuple[str, bytes]]:
+        if self.misbehave == "empty-metadata":
+            return []
+        if self.misbehave == "garbage-metadata":
+            return [("round-robin", b"\xff\x00not json")]
+        return [("round-robin", json.dumps({"name": self.name}).encode())]
+
+    def perform_assignment(
+        self, leader_id: str, protocol: str, members: list[JoinedMember]
+    ) -> dict[str, bytes]:
+        if self.misbehave == "assign-raises":
+            raise RuntimeError("this leader cannot assign")
+        if self.misbehave == "assign-unknown":
+            return {"no-such-member": b"[]"}
+        good = []
+        for member in sorted(members, key=lambda m: m.member_id):
+            try:
+                json.loads(member.metadata)
+                good.append(member.member_id)
+            except ValueError:
+                pass  # a member whose metadata can't be decoded gets nothing
+        result = {m.member_id: b"[]" for m in members}
+        for i, member_id in enumerate(good):
+            result[member_id] = json.dumps(list(range(i, self.shards, len(good)))).encode()
+        return result
+
+    def on_join_prepare(self, generation: int, member_id: str) -> None:
+        report(self.name, event="revoked", generation=generation, member_id=member_id, shards=self.owned)
+        self.owned = []
+
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        self.owned = json.loads(assignment)
+        report(self.name, event="assigned", generation=generation, member_id=member_id, shards=self.owned)
+
+    def on_lost(self, reason: str) -> None:
+        report(self.name, event="lost", shards=self.owned, reason=reason, member_id=self.member_id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--group", default="shards")
+    parser.add_argument("--shards", type=int, default=12)
+    parser.add_argument("--session-ms", type=int, default=3000)
+    parser.add_argument("--heartbeat-ms", type=int, default=500)
+    parser.add_argument("--instance-id")
+    parser.add_argument("--misbehave")
+    parser.add_argument("--api-version")
+    args = parser.parse_args()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    options: dict[str, Any] = {}
+    if args.api_version:
+        options["api_version"] = tuple(int(x) for x in args.api_version.split("."))
+    member = ShardAllocator(
+        args.name,
+        args.shards,
+        args.misbehave,
+        group_id=args.group,
+        bootstrap_servers=args.bootstrap,
+        group_instance_id=args.instance_id,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=args.heartbeat_ms,
+        rebalance_timeout_ms=10_000,
+        **options,
+    )
+    report(args.name, event="started")
+    while not stop.is_set():
+        try:
+            member.poll(0.05)
+        except CoordinatorApiError as exc:
+            report(args.name, event="error", error=type(exc).__name__, message=str(exc))
+            time.sleep(0.2)
+            continue
+        generation = member.generation_if_stable()
+        if generation is not None and member.owned:
+            report(args.name, event="act", generation=generation.generation_id, shards=member.owned)
+    member.close()
+    report(args.name, event="closed")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""A custom protocol on coordinator_api.Coordinator, in real processes you can kill and pause."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from member_processes import (
+    SHARD_MEMBER,
+    MemberProcess,
+    MembershipRecorder,
+    recording_membership,
+    running_members,
+    wait_for,
+)
+
+from coordinator_api import EmbeddedCoordinator
+
+SHARDS = 12
+SETTLE_S = 60
+
+
+@pytest.fixture
+def membership() -> Iterator[MembershipRecorder]:
+    with recording_membership() as recorder:
+        yield recorder
+
+
+def shard_member(bootstrap: str, name: str, **options: Any) -> MemberProcess:
+    return MemberProcess("", bootstrap, name, script=SHARD_MEMBER, **options)
+
+
+def latest(member: MemberProcess, event: str) -> dict[str, Any] | None:
+    found = member.events(event)
+    return found[-1] if found else None
+
+
+def settled(members: list[MemberProcess], generation_of: dict[str, int] | None = None) -> bool:
+    """Every live member's latest assignment comes from one generation and covers all shards once."""
+    live = [m for m in members if m.alive]
+    assigned = [latest(m, "assigned") for m in live]
+    if any(a is None for a in assigned):
+        return False
+    generations = {a["generation"] for a in assigned if a is not None}
+    if len(generations) != 1:
+        return False
+    for m in live:
+        last = m.reports[-1:]
+        if any(r.get("event") in ("revoked", "lost") for r in last):
+            return False
+    shards = sorted(s for a in assigned if a is not None for s in a["shards"])
+    return shards == list(range(SHARDS))
+
+
+def settle(members: list[MemberProcess], what: str) -> int:
+    wait_for(lambda: settled(members), SETTLE_S, what)
+    first = latest(members[0] if members[0].alive else next(m for m in members if m.alive), "assigned")
+    assert first is not None
+    return int(first["generation"])
+
+
+def acting_overlaps(members: list[MemberProcess]) -> list[str]:
+    """Shards two members worked on at the same time, from their own ``act`` records."""
+    spans: dict[int, list[tuple[float, float, str, int]]] = {}
+    for member in members:
+        first_last: dict[tuple[int, int], list[float]] = {}
+        for report in member.events("act"):
+            for shard in report["shards"]:
+                span = first_last.setdefault((shard, report["generation"]), [report["t"], report["t"]])
+                span[1] = report["t"]
+        for (shard, generation), (start, end) in first_last.items():
+            spans.setdefault(shard, []).append((start, end, member.name, generation))
+    problems = []
+    for shard, intervals in spans.items():
+        intervals.sort()
+        for (_s1, e1, m1, g1), (s2, _e2, m2, g2) in itertools.pairwise(intervals):
+            if m1 != m2 and s2 <= e1:
+                problems.append(
+                    f"shard {shard}: {m1} (gen {g1}) until {e1:.3f}, {m2} (gen {g2}) from {s2:.3f}"
+                )
+    return problems
+
+
+def test_three_members_join_and_share_the_shards(coordinator: EmbeddedCoordinator) -> None:
+    names = ["s-0", "s-1", "s-2"]
+    with running_members([shard_member(coordinator.bootstrap_servers, n) for n in names]) as members:
+        generation = settle(members, "three shard members to settle")
+        for m in members:
+            assigned = latest(m, "assigned")
+            assert assigned is not None
+            assert assigned["generation"] == generation
+            assert len(assigned["shards"]) == SHARDS // 3
+        assert not acting_overlaps(members)
+
+
+def test_killed_member_shards_move_after_its_session(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    names = ["k-0", "k-1", "k-2"]
+    with running_members([shard_member(coordinator.bootstrap_servers, n) for n in names]) as members:
+        before = settle(members, "three shard members to settle")
+        members[2].kill()
+        after = settle(members, "the survivors to take the killed member's shards")
+        assert after > before
+        assert any(e.kind == "expired" for e in membership.of("expired", "shards"))
+        for m in members[:2]:
+            assigned = latest(m, "assigned")
+            assert assigned is not None
+            assert len(assigned["shards"]) == SHARDS // 2
+        assert not acting_overlaps(members)
+
+
+def test_paused_member_is_fenced_reports_lost_and_rejoins(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    names = ["p-0", "p-1", "p-2"]
+    with running_members([shard_member(coordinator.bootstrap_servers, n) for n in names]) as members:
+        first = settle(members, "three shard members to settle")
+        zombie = members[2]
+        old_assignment = latest(zombie, "assigned")
+        assert old_assignment is not None
+        zombie.pause()
+        wait_for(
+            lambda: any(
+                e.member_id == old_assignment["member_id"] for e in membership.of("expired", "shards")
+            ),
+            SETTLE_S,
+            "the paused member's session to expire",
+        )
+        wait_for(
+            lambda: (
+                sum(len((latest(m, "assigned") or {}).get("shards", [])) for m in members[:2]) == SHARDS
+                and all((latest(m, "assigned") or {}).get("generation", 0) > first for m in members[:2])
+            ),
+            SETTLE_S,
+            "the other two to take over all shards",
+        )
+        zombie.resume()
+        wait_for(
+            lambda: bool(zombie.events("lost")), SETTLE_S, "the resumed member to report its shards lost"
+        )
+        final = settle(members, "the resumed member to rejoin")
+        rejoined = latest(zombie, "assigned")
+        assert rejoined is not None
+        assert rejoined["generation"] == final > first
+        assert rejoined["member_id"] != old_assignment["member_id"]
+        lost = zombie.events("lost")[0]
+        assert lost["shards"] == old_assignment["shards"]
+        assert not acting_overlaps(members)
+
+
+def test_graceful_leave_hands_over_at_once(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    names = ["l-0", "l-1"]
+    with running_members([shard_member(coordinator.bootstrap_servers, n) for n in names]) as members:
+        settle(members, "two members")
+        members[1].terminate()
+        settle(members, "the remaining member to own every shard")
+        assert any(e.kind == "left" for e in membership.of("left", "shards"))
+        assert not membership.of("expired", "shards")
+        assert not acting_overlaps(members)
+
+
+@pytest.mark.parametrize("misbehave", ["assign-raises", "assign-unknown"])
+def test_broken_leader_raises_to_its_caller_and_the_group_settles_without_it(
+    coordinator: EmbeddedCoordinator, misbehave: str
+) -> None:
+    # The broken member starts first, so it is the leader of the first generation.
+    bad = shard_member(coordinator.bootstrap_servers, "bad", misbehave=misbehave)
+    wait_for(lambda: bool(bad.events("started")), 30, "the broken member to start")
+    wait_for(lambda: bool(bad.events("error")), 30, "the broken leader's error")
+    good = [shard_member(coordinator.bootstrap_servers, f"good-{i}") for i in range(2)]
+    with running_members([bad, *good]):
+        wait_for(
+            lambda: (
+                sorted(s for m in good for s in (latest(m, "assigned") or {}).get("shards", []))
+                == list(range(SHARDS))
+            ),
+            SETTLE_S,
+            "the well-behaved members to own every shard",
+        )
+        error = bad.events("error")[0]
+        assert error["error"] in ("CallbackError", "InvalidAssignmentError")
+        assert "group 'shards'" in error["message"]
+
+
+def test_member_with_undecodable_metadata_gets_nothing_and_the_group_settles(
+    coordinator: EmbeddedCoordinator,
+) -> None:
+    good = [shard_member(coordinator.bootstrap_servers, f"ok-{i}") for i in range(2)]
+    wait_for(lambda: all(latest(m, "assigned") for m in good), SETTLE_S, "two good members")
+    garbled = shard_member(coordinator.bootstrap_servers, "garbled", misbehave="garbage-metadata")
+    with running_members([*good, garbled]):
+        wait_for(
+            lambda: latest(garbled, "assigned") is not None, SETTLE_S, "the garbled member to be assigned"
+        )
+        assert (latest(garbled, "assigned") or {}).get("shards") == []
+        wait_for(
+            lambda: (
+                sorted(s for m in good for s in (latest(m, "assigned") or {}).get("shards", []))
+                == list(range(SHARDS))
+            ),
+            SETTLE_S,
+            "the good members to own every shard",
+        )
+
+
+def test_member_with_empty_metadata_gets_a_clear_error_and_others_are_unaffected(
+    coordinator: EmbeddedCoordinator,
+) -> None:
+    with running_members([shard_member(coordinator.bootstrap_servers, "fine")]) as members:
+        settle(members, "one member")
+        empty = shard_member(coordinator.bootstrap_servers, "empty", misbehave="empty-metadata")
+        members.append(empty)
+        wait_for(lambda: bool(empty.events("error")), 30, "the empty-metadata member's error")
+        error = empty.events("error")[0]
+        assert error["error"] == "InvalidMetadataError"
+        assert "metadata() must return a non-empty list" in error["message"]
+        revoked = members[0].events("revoked")
+        assert len(revoked) <= 1  # the first join's prepare only: no rebalance reached the others
+        assert not empty.events("assigned")
