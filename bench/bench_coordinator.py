@@ -431,9 +431,15 @@ class GroupRun:
     synced: Counter[int] = field(default_factory=Counter)
     follower_syncs_sent: Counter[int] = field(default_factory=Counter)
     follower_sync_waiters: dict[int, tuple[int, asyncio.Event]] = field(default_factory=dict)
+    join_answered: dict[int, tuple[float, float]] = field(default_factory=dict)  # first, last
     requests: Counter[str] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     leader_wait_timeouts: int = 0
+
+    def record_join_answer(self, generation: int) -> None:
+        now = time.perf_counter()
+        first, _ = self.join_answered.get(generation, (now, now))
+        self.join_answered[generation] = (first, now)
 
     def record_error(self, api: str, code: int) -> None:
         self.errors[f"{api}:{code}"] += 1
@@ -489,6 +495,7 @@ async def run_member(run: GroupRun, member: Member) -> None:
             continue
         member.member_id = join.member_id
         member.generation = generation = join.generation_id
+        run.record_join_answer(generation)
         if join.leader == member.member_id:
             run.generation_sizes[generation] = len(join.members)
             # Followers first: the mock drops a SyncGroup that reaches it after the leader's.
@@ -566,21 +573,63 @@ async def leave_and_close(members: list[Member], v: Versions, group_id: str) -> 
     return codes
 
 
+class CpuWindow:
+    """CPU used during a measurement by the server, by the load generator, and by anything else.
+
+    The machine may be shared: ``background_cpu_cores`` (busy CPU time used by neither the
+    server nor the load generator, per second of wall time) says how much other work competed.
+    """
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.t0 = time.perf_counter()
+        self.busy0 = self._busy()
+        self.self0 = time.process_time()
+        self.server0 = process_cpu(server_pid)
+
+    @staticmethod
+    def _busy() -> float:
+        import psutil
+
+        t = psutil.cpu_times()
+        idle = t.idle + getattr(t, "iowait", 0.0)
+        guest = getattr(t, "guest", 0.0) + getattr(t, "guest_nice", 0.0)  # already counted in user
+        return float(sum(t) - idle - guest)
+
+    def stop(self) -> CpuWindow:
+        self.elapsed = time.perf_counter() - self.t0
+        self.busy = self._busy() - self.busy0
+        self.server = process_cpu(self.server_pid) - self.server0
+        self.mine = time.process_time() - self.self0
+        return self
+
+    def figures(self, workers_cpu_s: float = 0.0) -> dict[str, float]:
+        """``workers_cpu_s``: CPU time of load-generator processes other than this one."""
+        loadgen = self.mine + workers_cpu_s
+        background = self.busy - self.server - loadgen
+        return {
+            "server_cpu_s": self.server,
+            "loadgen_cpu_s": loadgen,
+            "background_cpu_cores": max(0.0, background) / self.elapsed,
+        }
+
+
+def process_cpu(pid: int) -> float:
+    import psutil
+
+    try:
+        t = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return float("nan")
+    return float(t.user + t.system)
+
+
 @dataclass
 class Server:
     kind: str
     address: str
     process: subprocess.Popen[str]
     notes: list[str] = field(default_factory=list)
-
-    def cpu_seconds(self) -> float:
-        import psutil
-
-        try:
-            t = psutil.Process(self.process.pid).cpu_times()
-        except psutil.Error:
-            return float("nan")
-        return float(t.user + t.system)
 
 
 async def form_group(
@@ -602,7 +651,7 @@ async def form_group(
         leader_wait_s=args.leader_wait_ms / 1000,
         leader_delay_s=args.leader_sync_delay_ms / 1000,
     )
-    cpu_server0, cpu_client0 = server.cpu_seconds(), time.process_time()
+    window = CpuWindow(server.process.pid)
     tasks = [asyncio.create_task(run_member(run, m)) for m in members]
     failure = None
     try:
@@ -614,25 +663,31 @@ async def form_group(
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    cpu_server1, cpu_client1 = server.cpu_seconds(), time.process_time()
+    ok = failure is None and run.t_stable is not None and run.t_first_join is not None
+    cpu = window.stop().figures()
     figures: dict[str, Any] = {
         "group_id": group_id,
         "members": size,
-        "ok": failure is None and run.t_stable is not None,
+        "ok": ok,
         "failure": failure,
-        "ms": (run.t_stable - run.t_first_join) * 1000
-        if run.t_stable is not None and run.t_first_join is not None
-        else None,
+        "ms": None,
+        "join_phase_ms": None,
+        "sync_phase_ms": None,
         "generation": run.stable_generation,
-        "generations_seen": sorted(run.generation_sizes),
         "generation_sizes": {str(g): n for g, n in sorted(run.generation_sizes.items())},
         "requests": dict(run.requests),
         "errors": dict(run.errors),
         "leader_wait_timeouts": run.leader_wait_timeouts,
-        # Whole trial, setup excluded: how busy each side was.
-        "server_cpu_s": cpu_server1 - cpu_server0,
-        "loadgen_cpu_s": cpu_client1 - cpu_client0,
+        **cpu,
     }
+    if ok:
+        assert run.t_stable is not None and run.t_first_join is not None
+        _, last_join = run.join_answered[run.stable_generation]  # type: ignore[index]
+        figures["ms"] = (run.t_stable - run.t_first_join) * 1000
+        # From the first JoinGroup sent to the last JoinGroup answer of the stable generation,
+        # then on to the last SyncGroup answer.
+        figures["join_phase_ms"] = (last_join - run.t_first_join) * 1000
+        figures["sync_phase_ms"] = (run.t_stable - last_join) * 1000
     if not keep or not figures["ok"]:
         figures["leave"] = {str(k): n for k, n in (await leave_and_close(members, v, group_id)).items()}
         members = []
@@ -772,9 +827,9 @@ async def heartbeat_run(
         for _, pipe in workers:
             pipe.send(start_at)
         await asyncio.sleep(max(0.0, start_at - time.time()))
-        cpu0 = server.cpu_seconds()
+        window = CpuWindow(server.process.pid)
         await asyncio.sleep(seconds)
-        server_cpu = server.cpu_seconds() - cpu0
+        window.stop()
         reports = [await _recv(pipe, 30) for _, pipe in workers]
     finally:
         for process, pipe in workers:
@@ -791,6 +846,7 @@ async def heartbeat_run(
     for r in reports:
         errors.update(r["errors"])
     elapsed = max(r["seconds"] for r in reports)
+    cpu = window.figures(workers_cpu_s=sum(r["cpu_s"] for r in reports))
     return {
         "members": len(members),
         "loadgen_processes": procs,
@@ -798,8 +854,10 @@ async def heartbeat_run(
         "answered": ok,
         "per_second": ok / elapsed,
         "errors": dict(errors),
-        "server_cpu_util": server_cpu / seconds,
-        "loadgen_cpu_util": [r["cpu_s"] / r["seconds"] for r in reports],
+        # CPU per second of the run, in cores: is the server or the load generator the limit?
+        "server_cpu_cores": cpu["server_cpu_s"] / window.elapsed,
+        "loadgen_cpu_cores": [r["cpu_s"] / r["seconds"] for r in reports],
+        "background_cpu_cores": cpu["background_cpu_cores"],
     }
 
 
@@ -992,10 +1050,19 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                 for kind, server in servers.items():
                     figures, _, _ = await form_group(server, size, v, args)
                     samples[kind].append(figures)
-                    shown = f"{figures['ms']:.1f} ms" if figures["ok"] else f"FAILED ({figures['failure']})"
+                    if figures["ok"]:
+                        shown = (
+                            f"{figures['ms']:9.1f} ms (join phase {figures['join_phase_ms']:.1f}, "
+                            f"sync phase {figures['sync_phase_ms']:.1f})"
+                        )
+                    else:
+                        shown = f"FAILED ({figures['failure']})"
                     print(
                         f"  join {size:>4} members  {SERVER_LABELS[kind]:<21} {shown}"
-                        f"  generation {figures['generation']}  errors {figures['errors'] or '-'}",
+                        f"  generation {figures['generation']}"
+                        f"  cpu: server {figures['server_cpu_s']:.2f} s, load-gen "
+                        f"{figures['loadgen_cpu_s']:.2f} s, other {figures['background_cpu_cores']:.2f} cores"
+                        f"  errors {figures['errors'] or '-'}",
                         flush=True,
                     )
             report["join"].append(
@@ -1004,6 +1071,8 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                     **{
                         kind: {
                             "median_ms": median([s["ms"] for s in runs if s["ok"]]),
+                            "median_join_phase_ms": median([s["join_phase_ms"] for s in runs if s["ok"]]),
+                            "median_sync_phase_ms": median([s["sync_phase_ms"] for s in runs if s["ok"]]),
                             "failures": sum(not s["ok"] for s in runs),
                             "samples": runs,
                         }
@@ -1012,35 +1081,51 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                 }
             )
 
-        # Metric B: one stable group per server, then each load-generator process count.
+        # Metric B: one stable group per server; runs alternate between the servers.
         if args.heartbeat_members > 0 and args.heartbeat_seconds > 0:
             size = args.heartbeat_members
-            rows: dict[str, list[dict[str, Any]]] = {EMBEDDED: [], MOCK: []}
-            for kind, server in servers.items():
-                figures, members, group_id = await form_group(server, size, v, args, keep=True)
-                if not figures["ok"]:
-                    raise BenchError(f"{kind}: could not form the heartbeat group: {figures['failure']}")
-                try:
+            groups: dict[str, tuple[list[Member], str]] = {}
+            runs: dict[tuple[str, int], list[dict[str, Any]]] = {
+                (kind, procs): [] for kind in servers for procs in args.heartbeat_procs
+            }
+            try:
+                for kind, server in servers.items():
+                    figures, members, group_id = await form_group(server, size, v, args, keep=True)
+                    if not figures["ok"]:
+                        raise BenchError(f"{kind}: no stable heartbeat group: {figures['failure']}")
+                    groups[kind] = (members, group_id)
+                for _ in range(args.repeats):
                     for procs in args.heartbeat_procs:
-                        row = await heartbeat_run(server, v, group_id, members, procs, args.heartbeat_seconds)
-                        rows[kind].append(row)
-                        print(
-                            f"  heartbeat {size:>4} members {procs} load-gen proc(s)  "
-                            f"{SERVER_LABELS[kind]:<21} {row['per_second']:,.0f}/s  "
-                            f"server cpu {row['server_cpu_util']:.0%}  load-gen cpu "
-                            + "/".join(f"{u:.0%}" for u in row["loadgen_cpu_util"])
-                            + f"  errors {row['errors'] or '-'}",
-                            flush=True,
-                        )
-                finally:
+                        for kind, server in servers.items():
+                            members, group_id = groups[kind]
+                            row = await heartbeat_run(
+                                server, v, group_id, members, procs, args.heartbeat_seconds
+                            )
+                            runs[(kind, procs)].append(row)
+                            print(
+                                f"  heartbeat {size:>4} members, {procs} load-gen proc(s)  "
+                                f"{SERVER_LABELS[kind]:<21} {row['per_second']:>9,.0f}/s  "
+                                f"cpu: server {row['server_cpu_cores']:.2f}, load-gen "
+                                + "+".join(f"{u:.2f}" for u in row["loadgen_cpu_cores"])
+                                + f", other {row['background_cpu_cores']:.2f} cores"
+                                + f"  errors {row['errors'] or '-'}",
+                                flush=True,
+                            )
+            finally:
+                for kind, (members, group_id) in groups.items():
                     await leave_and_close(members, v, group_id)
-            for i, procs in enumerate(args.heartbeat_procs):
+            for procs in args.heartbeat_procs:
                 report["heartbeat"].append(
                     {
                         "members": size,
                         "loadgen_processes": procs,
-                        EMBEDDED: rows[EMBEDDED][i],
-                        MOCK: rows[MOCK][i],
+                        **{
+                            kind: {
+                                "median_per_second": median([r["per_second"] for r in runs[(kind, procs)]]),
+                                "samples": runs[(kind, procs)],
+                            }
+                            for kind in servers
+                        },
                     }
                 )
         report["servers"] = {
@@ -1064,33 +1149,40 @@ def ratio_text(ours: float | None, mock: float | None, lower_is_better: bool) ->
     return f"{r:.3g}x (higher is better: {verdict})"
 
 
+def _ms_cell(figures: dict[str, Any], key: str) -> str:
+    value = figures[key]
+    text = f"{value:,.1f} ms" if value is not None else "failed"
+    return text + (f" ({figures['failures']} failed)" if figures["failures"] else "")
+
+
 def table(report: dict[str, Any]) -> str:
+    """The results as a Markdown table."""
     rows = [("metric", "size", "embedded coordinator", "librdkafka mock", "ratio ours / mock")]
-    for row in report["join"]:
-        ours, mock = row[EMBEDDED], row[MOCK]
-
-        def cell(x: dict[str, Any]) -> str:
-            text = f"{x['median_ms']:,.1f} ms" if x["median_ms"] is not None else "failed"
-            return text + (f" ({x['failures']} failed)" if x["failures"] else "")
-
-        rows.append(
-            (
-                "time to stable generation (median)",
-                f"{row['members']} members",
-                cell(ours),
-                cell(mock),
-                ratio_text(ours["median_ms"], mock["median_ms"], lower_is_better=True),
+    for key, label in (
+        ("median_ms", "time to stable generation (median)"),
+        ("median_sync_phase_ms", "… of which after the join phase closed (median)"),
+    ):
+        for row in report["join"]:
+            ours, mock = row[EMBEDDED], row[MOCK]
+            rows.append(
+                (
+                    label,
+                    f"{row['members']} members",
+                    _ms_cell(ours, key),
+                    _ms_cell(mock, key),
+                    ratio_text(ours[key], mock[key], lower_is_better=True),
+                )
             )
-        )
     for row in report["heartbeat"]:
         ours, mock = row[EMBEDDED], row[MOCK]
+        procs = row["loadgen_processes"]
         rows.append(
             (
-                f"heartbeats/s ({row['loadgen_processes']} load-gen proc{'s' if row['loadgen_processes'] > 1 else ''})",
+                f"heartbeats/s, {procs} load-gen process{'es' if procs > 1 else ''} (median)",
                 f"{row['members']} members",
-                f"{ours['per_second']:,.0f}/s",
-                f"{mock['per_second']:,.0f}/s",
-                ratio_text(ours["per_second"], mock["per_second"], lower_is_better=False),
+                f"{ours['median_per_second']:,.0f}/s",
+                f"{mock['median_per_second']:,.0f}/s",
+                ratio_text(ours["median_per_second"], mock["median_per_second"], lower_is_better=False),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -28,7 +28,14 @@ class MemberProcess:
     """One member process; its reports are collected by a reader thread."""
 
     def __init__(
-        self, client: str, bootstrap: str, name: str, *, script: Path = KAFKA_MEMBER, **options: Any
+        self,
+        client: str,
+        bootstrap: str,
+        name: str,
+        *,
+        script: Path = KAFKA_MEMBER,
+        env: dict[str, str] | None = None,
+        **options: Any,
     ) -> None:
         self.name = name
         self.reports: list[dict[str, Any]] = []
@@ -47,7 +54,7 @@ class MemberProcess:
             stdout=subprocess.PIPE,
             stderr=self.stderr,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -63,6 +70,10 @@ class MemberProcess:
                 self.owned = frozenset(report["shards"])
             elif report.get("event") in ("revoked", "lost") and "shards" in report:
                 self.owned = frozenset()
+
+    def stderr_text(self) -> str:
+        with open(self.stderr.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
 
     def events(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.reports if r.get("event") == kind]

@@ -10,6 +10,8 @@ shard it owns, an ``act`` record each time it works on it, only while
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import json
 import signal
 import sys
@@ -88,6 +90,9 @@ def main() -> None:
     parser.add_argument("--misbehave")
     parser.add_argument("--api-version")
     args = parser.parse_args()
+    if os.environ.get("SHARD_MEMBER_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG)
+        logging.getLogger("kafka").setLevel(logging.WARNING)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     options: dict[str, Any] = {}
