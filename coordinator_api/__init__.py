@@ -4,6 +4,7 @@ Subclass :class:`Coordinator` to build a distributed system on Kafka's group mem
 protocol; run :class:`EmbeddedCoordinator` to coordinate groups on one machine without Kafka.
 """
 
+from coordinator_api._aio import AsyncCoordinator
 from coordinator_api._coordinator import Coordinator, GroupTimeoutError
 from coordinator_api._errors import (
     CallbackError,
@@ -23,6 +24,7 @@ from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
 __all__ = [
     "NO_GENERATION",
+    "AsyncCoordinator",
     "CallbackError",
     "ConfigurationError",
     "Coordinator",

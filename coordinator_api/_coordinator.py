@@ -217,6 +217,7 @@ class Coordinator(abc.ABC):
         driver.submit(m.JoinWanted("ensure_active_group"))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            driver.submit(m.Polled())
             self._run_app_actions(driver)
             with driver.lock:
                 if driver.machine.is_stable() and not driver.app_actions:
@@ -238,10 +239,6 @@ class Coordinator(abc.ABC):
         seconds; returns early after running a callback."""
         driver = self._start()
         driver.submit(m.Polled())
-        with driver.lock:
-            if driver.machine.state in (m.MemberState.UNJOINED, m.MemberState.LOST):
-                driver.machine.want_join = True
-        driver.submit(m.Tick())
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             if self._run_app_actions(driver):
@@ -254,7 +251,13 @@ class Coordinator(abc.ABC):
                     driver.lock.wait(remaining)
 
     def request_rejoin(self, reason: str) -> None:
-        """Start a rebalance: the member rejoins (and the group rebalances) on the next poll."""
+        """Rejoin on the next poll: the member releases its assignment (:meth:`on_join_prepare`),
+        sends JoinGroup with fresh :meth:`metadata` and receives :meth:`on_join_complete` again.
+
+        As Kafka's coordinator decides, the whole group rebalances into a new generation when
+        this member is the leader or its metadata changed; a follower whose metadata did not
+        change gets the current generation's assignment back.
+        """
         self._start().submit(m.JoinWanted(reason))
 
     def leave_group(self, reason: str = "the application left") -> None:

@@ -111,7 +111,7 @@ class JoinWanted(Event):
 
 @dataclass(frozen=True)
 class Polled(Event):
-    """The application called poll (or ensure_active_group)."""
+    """The application called poll (or ensure_active_group): it takes part in the group."""
 
 
 @dataclass(frozen=True)
@@ -367,9 +367,13 @@ class MemberMachine:
         self.last_poll = now
 
     def _on_Polled(self, event: Polled, now: int) -> None:
+        # Polling means taking part: a member outside the group (new, lost, or after leaving)
+        # joins again.
         self.last_poll = now
         if self.state is MemberState.LOST:
             self.state = MemberState.UNJOINED
+        if self.state is MemberState.UNJOINED:
+            self._rejoin("the application polled")
 
     def _on_Tick(self, event: Tick, now: int) -> None:
         pass
