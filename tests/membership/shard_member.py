@@ -10,16 +10,16 @@ shard it owns, an ``act`` record each time it works on it, only while
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
-import json
 import signal
 import sys
 import threading
 import time
 from typing import Any
 
-from coordinator_api import CoordinatorApiError, Coordinator, JoinedMember
+from coordinator_api import Coordinator, CoordinatorApiError, JoinedMember
 
 lock = threading.Lock()
 

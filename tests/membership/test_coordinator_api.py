@@ -228,7 +228,7 @@ def test_unreachable_coordinator_times_out_with_a_clear_error() -> None:
         port = s.getsockname()[1]  # nothing listens here once the socket closes
     member = Shards("nobody", f"127.0.0.1:{port}", request_timeout_ms=1000)
     try:
-        with pytest.raises(GroupTimeoutError, match="no stable generation within 1.5 s"):
+        with pytest.raises(GroupTimeoutError, match=r"no stable generation within 1\.5 s"):
             member.ensure_active_group(1.5)
     finally:
         member.close(timeout=2)
