@@ -19,6 +19,7 @@ from coordinator_api._errors import (
     InvalidMetadataError,
     PayloadError,
 )
+from coordinator_api._payload import decode, decode_members, encode, payload, peek_version, since
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
@@ -42,4 +43,10 @@ __all__ = [
     "InvalidMetadataError",
     "JoinedMember",
     "PayloadError",
+    "decode",
+    "decode_members",
+    "encode",
+    "payload",
+    "peek_version",
+    "since",
 ]
