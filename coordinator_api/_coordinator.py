@@ -214,10 +214,9 @@ class Coordinator(abc.ABC):
         :raises GroupTimeoutError: the group did not settle in time.
         """
         driver = self._start()
-        driver.submit(m.JoinWanted("ensure_active_group"))
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            driver.submit(m.Polled())
+            driver.submit(m.Polled())  # joins if the member is outside the group
             self._run_app_actions(driver)
             with driver.lock:
                 if driver.machine.is_stable() and not driver.app_actions:
@@ -343,6 +342,8 @@ class Coordinator(abc.ABC):
                     return ran
                 action = driver.app_actions.popleft()
             ran = True
+            if not isinstance(action, m.Fail) and not self._still_wanted(driver, action):
+                continue  # the generation it belongs to is gone (lost, left, fenced)
             if isinstance(action, m.Fail):
                 error_cls = FencedInstanceError if action.kind == "fenced" else GroupJoinError
                 if error_cls is GroupJoinError:
@@ -361,6 +362,11 @@ class Coordinator(abc.ABC):
                 self._assign(driver, action)
             elif isinstance(action, m.Complete):
                 self._complete(driver, action)
+
+    @staticmethod
+    def _still_wanted(driver: MemberDriver, action: m.Action) -> bool:
+        with driver.lock:
+            return driver.machine.awaiting_app is not None and driver.machine.awaiting_action is action
 
     def _prepare(self, driver: MemberDriver, action: m.PrepareJoin) -> None:
         error: CallbackError | None = None

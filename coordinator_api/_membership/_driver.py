@@ -111,7 +111,8 @@ class MemberDriver:
                 if self._closed:
                     return
                 deadline = self.machine.next_deadline()
-                wait_s = 1.0 if deadline is None else max((deadline - now_ms()) / 1000, 0)
+                # At least a millisecond: a deadline that is due is handled by the Tick below.
+                wait_s = 1.0 if deadline is None else max((deadline - now_ms()) / 1000, 0.001)
                 self.lock.wait(min(wait_s, 1.0))
                 if self._closed:
                     return

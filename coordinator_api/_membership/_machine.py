@@ -300,12 +300,14 @@ class MemberMachine:
     member_id: str = NO_MEMBER_ID
     protocol_name: str | None = None
     # What the application wants, and what is under way.
-    want_join: bool = False
+    want_join: bool = False  # a new round is wanted (cleared when one starts)
     join_reason: str = ""
+    round_reason: str = ""  # why the current round started, sent with JoinGroup
     coordinator_known: bool = False
     finding: bool = False
     in_flight: set[str] = field(default_factory=set)
     awaiting_app: str | None = None  # prepare, assign, complete
+    awaiting_action: Action | None = None  # the exact request the application has to answer
     holds_assignment: bool = False  # between Complete and the next PrepareJoin/Lost
     rebalance_seen: bool = False
     protocols: tuple[tuple[str, bytes], ...] = ()
@@ -342,7 +344,9 @@ class MemberMachine:
         return deadline - s.lease_margin_ms
 
     def next_deadline(self) -> int | None:
-        candidates = [self.timers.next_heartbeat, self.timers.retry_at, self.lease_deadline()]
+        # Only timers that can lead to an action count, so a driver never wakes for nothing.
+        heartbeat = self.timers.next_heartbeat if self._can_heartbeat() else None
+        candidates = [heartbeat, self.timers.retry_at, self.lease_deadline()]
         if self.state is MemberState.STABLE:
             candidates.append(self.last_poll + self.settings.max_poll_interval_ms)
         return min((c for c in candidates if c is not None), default=None)
@@ -372,7 +376,11 @@ class MemberMachine:
         self.last_poll = now
         if self.state is MemberState.LOST:
             self.state = MemberState.UNJOINED
-        if self.state is MemberState.UNJOINED:
+        if (
+            self.state is MemberState.UNJOINED
+            and self.awaiting_app is None
+            and not self.in_flight & {"join", "sync"}
+        ):
             self._rejoin("the application polled")
 
     def _on_Tick(self, event: Tick, now: int) -> None:
@@ -415,8 +423,7 @@ class MemberMachine:
             self.rebalance_seen = False
             self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
             if event.leader_id == event.member_id:
-                self.awaiting_app = "assign"
-                self._actions.append(Assign(event.leader_id, event.protocol_name or "", event.members))
+                self._ask_app("assign", Assign(event.leader_id, event.protocol_name or "", event.members))
             else:
                 self._send_sync(())
         elif error == MEMBER_ID_REQUIRED:
@@ -438,8 +445,11 @@ class MemberMachine:
 
     def _on_AssignmentFailed(self, event: AssignmentFailed, now: int) -> None:
         # Leave, so the coordinator picks another leader and the group settles without us.
+        if self.awaiting_app != "assign":
+            return
         self.awaiting_app = None
         self._leave("the leader's perform_assignment failed")
+        self._reset_generation(member_id_too=True)
         self.state = MemberState.UNJOINED
 
     def _on_SyncAnswered(self, event: SyncAnswered, now: int) -> None:
@@ -449,9 +459,9 @@ class MemberMachine:
         error = event.error
         if error == NONE:
             self._acknowledged(event.sent_at, stable=True)
-            self.awaiting_app = "complete"
-            self._actions.append(
-                Complete(self.generation_id, self.member_id, self.protocol_name or "", event.assignment)
+            self._ask_app(
+                "complete",
+                Complete(self.generation_id, self.member_id, self.protocol_name or "", event.assignment),
             )
         elif error == REBALANCE_IN_PROGRESS:
             self._rejoin("the group started another rebalance")
@@ -470,8 +480,6 @@ class MemberMachine:
         self.awaiting_app = None
         self.state = MemberState.STABLE
         self.holds_assignment = True
-        self.want_join = False
-        self.join_reason = ""
         if not event.ok:
             self.holds_assignment = False
             self._rejoin("on_join_complete raised")
@@ -524,6 +532,11 @@ class MemberMachine:
 
     # --- helpers ------------------------------------------------------------------------------
 
+    def _ask_app(self, kind: str, action: Action) -> None:
+        self.awaiting_app = kind
+        self.awaiting_action = action
+        self._actions.append(action)
+
     def _acknowledged(self, sent_at: int, *, stable: bool = False) -> None:
         self.session_anchor = max(self.session_anchor or sent_at, sent_at)
         if stable:
@@ -551,8 +564,8 @@ class MemberMachine:
         if self.holds_assignment:
             self.holds_assignment = False
             self._actions.append(Lost(self.generation_id, self.member_id, reason))
-        if self.awaiting_app == "prepare":
-            self.awaiting_app = None  # nothing left to release: the next round asks afresh
+        # Whatever the application was about to be asked belongs to a generation now gone.
+        self.awaiting_app = None
         self.state = MemberState.LOST
 
     def _fence(self) -> None:
@@ -602,7 +615,7 @@ class MemberMachine:
         if (
             self.state is MemberState.STABLE
             and self.holds_assignment
-            and now - self.last_poll > self.settings.max_poll_interval_ms
+            and now - self.last_poll >= self.settings.max_poll_interval_ms
         ):
             self._lose(
                 f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
@@ -615,6 +628,15 @@ class MemberMachine:
         if self.timers.retry_at is not None and now >= self.timers.retry_at:
             self.timers.retry_at = None
 
+    def _can_heartbeat(self) -> bool:
+        return (
+            self.coordinator_known
+            and self.timers.retry_at is None
+            and self.state in (MemberState.COMPLETING, MemberState.STABLE)
+            and self.timers.next_heartbeat is not None
+            and not self.in_flight & {"heartbeat", "join"}
+        )
+
     def _advance(self, now: int) -> None:
         """Issue whatever the current state allows."""
         if self.state in (MemberState.FENCED, MemberState.LOST):
@@ -622,30 +644,35 @@ class MemberMachine:
         if self.timers.retry_at is not None:
             return
         if not self.coordinator_known:
-            if not self.finding and (self.want_join or self.generation_id != NO_GENERATION_ID):
+            needed = self.want_join or self.state is MemberState.JOINING
+            if not self.finding and (needed or self.generation_id != NO_GENERATION_ID):
                 self.finding = True
                 self._actions.append(FindCoordinator())
             return
         # Heartbeats while in a generation.
         if (
-            self.state in (MemberState.COMPLETING, MemberState.STABLE)
+            self._can_heartbeat()
             and self.timers.next_heartbeat is not None
             and now >= self.timers.next_heartbeat
-            and "heartbeat" not in self.in_flight
-            and "join" not in self.in_flight
         ):
             self.in_flight.add("heartbeat")
             self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
             self._actions.append(SendHeartbeat(self.generation_id, self.member_id))
-        if not self.want_join or self.awaiting_app is not None or self.in_flight & {"join", "sync"}:
+        if self.awaiting_app is not None or self.in_flight & {"join", "sync"}:
             return
         if self.state is MemberState.JOINING and self.protocols:
             self.in_flight.add("join")
-            self._actions.append(SendJoinGroup(self.member_id, self.protocols, self.join_reason))
+            self._actions.append(SendJoinGroup(self.member_id, self.protocols, self.round_reason))
             return
-        if self.state in (MemberState.UNJOINED, MemberState.STABLE, MemberState.COMPLETING):
+        if self.want_join and self.state in (
+            MemberState.UNJOINED,
+            MemberState.STABLE,
+            MemberState.COMPLETING,
+        ):
             # A new round: the application must release what it holds and say its metadata.
+            # Requests to rejoin that arrive from now on ask for yet another round.
+            self.want_join = False
+            self.round_reason, self.join_reason = self.join_reason, ""
             revoke = self.holds_assignment
-            self.awaiting_app = "prepare"
             self.protocols = ()
-            self._actions.append(PrepareJoin(self.generation_id, self.member_id, revoke))
+            self._ask_app("prepare", PrepareJoin(self.generation_id, self.member_id, revoke))

@@ -17,11 +17,52 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_api import Coordinator, CoordinatorApiError, JoinedMember
+from coordinator_api import (
+    Coordinator,
+    CoordinatorApiError,
+    JoinedMember,
+    decode,
+    decode_members,
+    encode,
+    payload,
+    since,
+)
 
 lock = threading.Lock()
+
+
+# Two releases of the protocol's payloads: v2 appends fields with defaults, so v1 and v2 members
+# can share a group during a rolling upgrade.
+@payload(version=1)
+@dataclass(frozen=True)
+class MetadataV1:
+    name: str
+
+
+@payload(version=2)
+@dataclass(frozen=True)
+class MetadataV2:
+    name: str
+    weight: int = field(default=1, metadata=since(2))
+
+
+@payload(version=1)
+@dataclass(frozen=True)
+class AssignmentV1:
+    shards: tuple[int, ...]
+
+
+@payload(version=2)
+@dataclass(frozen=True)
+class AssignmentV2:
+    shards: tuple[int, ...]
+    generation_note: str = field(default="", metadata=since(2))
+
+
+RELEASES = {1: (MetadataV1, AssignmentV1), 2: (MetadataV2, AssignmentV2)}
 
 
 def report(name: str, **fields: Any) -> None:
@@ -30,9 +71,10 @@ def report(name: str, **fields: Any) -> None:
 
 
 class ShardAllocator(Coordinator):
-    def __init__(self, name: str, shards: int, misbehave: str | None, **kwargs: Any) -> None:
+    def __init__(self, name: str, shards: int, misbehave: str | None, release: int, **kwargs: Any) -> None:
         super().__init__(client_id=name, **kwargs)
         self.name = name
+        self.metadata_cls, self.assignment_cls = RELEASES[release]
         self.shards = shards
         self.misbehave = misbehave
         self.owned: list[int] = []
@@ -44,8 +86,8 @@ class ShardAllocator(Coordinator):
         if self.misbehave == "empty-metadata":
             return []
         if self.misbehave == "garbage-metadata":
-            return [("round-robin", b"\xff\x00not json")]
-        return [("round-robin", json.dumps({"name": self.name}).encode())]
+            return [("round-robin", b"\xff\x00not a payload")]
+        return [("round-robin", encode(self.metadata_cls(name=self.name)))]
 
     def perform_assignment(
         self, leader_id: str, protocol: str, members: list[JoinedMember]
@@ -54,16 +96,12 @@ class ShardAllocator(Coordinator):
             raise RuntimeError("this leader cannot assign")
         if self.misbehave == "assign-unknown":
             return {"no-such-member": b"[]"}
-        good = []
-        for member in sorted(members, key=lambda m: m.member_id):
-            try:
-                json.loads(member.metadata)
-                good.append(member.member_id)
-            except ValueError:
-                pass  # a member whose metadata can't be decoded gets nothing
-        result = {m.member_id: b"[]" for m in members}
+        # Members whose metadata can't be decoded get nothing; the rest share the shards.
+        decoded, _undecodable = decode_members(self.metadata_cls, members)
+        good = sorted(decoded)
+        result = {m.member_id: encode(self.assignment_cls(shards=())) for m in members}
         for i, member_id in enumerate(good):
-            result[member_id] = json.dumps(list(range(i, self.shards, len(good)))).encode()
+            result[member_id] = encode(self.assignment_cls(shards=tuple(range(i, self.shards, len(good)))))
         return result
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
@@ -71,7 +109,7 @@ class ShardAllocator(Coordinator):
         self.owned = []
 
     def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
-        self.owned = json.loads(assignment)
+        self.owned = list(decode(self.assignment_cls, assignment).shards)
         report(self.name, event="assigned", generation=generation, member_id=member_id, shards=self.owned)
 
     def on_lost(self, reason: str) -> None:
@@ -89,6 +127,7 @@ def main() -> None:
     parser.add_argument("--instance-id")
     parser.add_argument("--misbehave")
     parser.add_argument("--api-version")
+    parser.add_argument("--release", type=int, default=2, help="payload release (1 or 2)")
     args = parser.parse_args()
     if os.environ.get("SHARD_MEMBER_DEBUG"):
         logging.basicConfig(level=logging.DEBUG)
@@ -102,6 +141,7 @@ def main() -> None:
         args.name,
         args.shards,
         args.misbehave,
+        args.release,
         group_id=args.group,
         bootstrap_servers=args.bootstrap,
         group_instance_id=args.instance_id,

@@ -222,3 +222,17 @@ def test_member_with_empty_metadata_gets_a_clear_error_and_others_are_unaffected
         revoked = members[0].events("revoked")
         assert len(revoked) <= 1  # the first join's prepare only: no rebalance reached the others
         assert not empty.events("assigned")
+
+
+def test_group_mixing_payload_releases_rebalances(coordinator: EmbeddedCoordinator) -> None:
+    # Release 1 members lead first; then a release 2 member leads after they are gone.
+    old = [shard_member(coordinator.bootstrap_servers, f"v1-{i}", release=1) for i in range(2)]
+    wait_for(lambda: all(latest(m, "assigned") for m in old), SETTLE_S, "two release-1 members")
+    new = [shard_member(coordinator.bootstrap_servers, f"v2-{i}", release=2) for i in range(2)]
+    with running_members([*old, *new]) as members:
+        settle(members, "a group of release-1 and release-2 members")
+        assert all(len((latest(m, "assigned") or {})["shards"]) == SHARDS // 4 for m in members)
+        for m in old:
+            m.terminate()
+        settle(members, "the release-2 members after the rolling upgrade")
+        assert not acting_overlaps(members)
