@@ -72,7 +72,6 @@ HOST = "127.0.0.1"
 
 # Kafka error codes the load generator reacts to.
 NONE = 0
-ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
@@ -146,9 +145,7 @@ class KafkaConnection(asyncio.Protocol):
     def decode(self, payload: bytes, request: Any, response_cls: Any) -> Any:
         response = response_cls.decode(payload, version=request.version, header=True)
         if response.header.correlation_id != self._correlation_id:
-            raise BenchError(
-                f"correlation id {response.header.correlation_id} != {self._correlation_id}"
-            )
+            raise BenchError(f"correlation id {response.header.correlation_id} != {self._correlation_id}")
         return response
 
     async def call(self, request: Any, response_cls: Any) -> Any:
@@ -253,8 +250,13 @@ async def probe_version(address: str, key: int, version: int) -> str | None:
         response_cls = JoinGroupResponse
     elif key == 14:
         request = SyncGroupRequest(
-            version=version, group_id=missing, generation_id=1, member_id="probe",
-            group_instance_id=None, protocol_type=PROTOCOL_TYPE, protocol_name=PROTOCOL_NAME,
+            version=version,
+            group_id=missing,
+            generation_id=1,
+            member_id="probe",
+            group_instance_id=None,
+            protocol_type=PROTOCOL_TYPE,
+            protocol_name=PROTOCOL_NAME,
             assignments=[],
         )
         response_cls = SyncGroupResponse
@@ -288,7 +290,7 @@ async def working_versions(
     """Highest version of each group API that every server announces *and* reads correctly."""
     chosen = {API_VERSIONS_KEY: announced[API_VERSIONS_KEY][1]}
     findings = []
-    for key in API_NAMES:
+    for key, name in API_NAMES.items():
         low, high = announced[key]
         version = high
         while version >= low:
@@ -298,12 +300,12 @@ async def working_versions(
                 break
             for kind, why in broken.items():
                 findings.append(
-                    f"{SERVER_LABELS[kind]} announces {API_NAMES[key]} up to v{announced[key][1]} "
+                    f"{SERVER_LABELS[kind]} announces {name} up to v{high} "
                     f"but fails a well-formed v{version} request: {why}"
                 )
             version -= 1
         if version < low:
-            raise BenchError(f"no {API_NAMES[key]} version works on both servers")
+            raise BenchError(f"no {name} version works on both servers")
         chosen[key] = version
     return chosen, findings
 
@@ -603,14 +605,15 @@ class CpuWindow:
         self.mine = time.process_time() - self.self0
         return self
 
-    def figures(self, workers_cpu_s: float = 0.0) -> dict[str, float]:
+    def figures(self, workers_cpu_s: float = 0.0) -> dict[str, float | None]:
         """``workers_cpu_s``: CPU time of load-generator processes other than this one."""
         loadgen = self.mine + workers_cpu_s
         background = self.busy - self.server - loadgen
         return {
             "server_cpu_s": self.server,
             "loadgen_cpu_s": loadgen,
-            "background_cpu_cores": max(0.0, background) / self.elapsed,
+            # CPU times tick every 10 ms: over a shorter window the share of others means nothing.
+            "background_cpu_cores": max(0.0, background) / self.elapsed if self.elapsed >= 0.5 else None,
         }
 
 
@@ -681,7 +684,8 @@ async def form_group(
         **cpu,
     }
     if ok:
-        assert run.t_stable is not None and run.t_first_join is not None
+        assert run.t_stable is not None
+        assert run.t_first_join is not None
         _, last_join = run.join_answered[run.stable_generation]  # type: ignore[index]
         figures["ms"] = (run.t_stable - run.t_first_join) * 1000
         # From the first JoinGroup sent to the last JoinGroup answer of the stable generation,
@@ -855,7 +859,7 @@ async def heartbeat_run(
         "per_second": ok / elapsed,
         "errors": dict(errors),
         # CPU per second of the run, in cores: is the server or the load generator the limit?
-        "server_cpu_cores": cpu["server_cpu_s"] / window.elapsed,
+        "server_cpu_cores": window.server / window.elapsed,
         "loadgen_cpu_cores": [r["cpu_s"] / r["seconds"] for r in reports],
         "background_cpu_cores": cpu["background_cpu_cores"],
     }
@@ -917,7 +921,12 @@ def start_embedded(results_dir: Path, log_level: str | None) -> Server:
     cli = [sys.executable, "-m", "coordinator_api"]
     has_cli = (
         subprocess.run(
-            [*cli, "serve", "--help"], capture_output=True, env=_child_env(), cwd=REPO, timeout=60
+            [*cli, "serve", "--help"],
+            check=False,
+            capture_output=True,
+            env=_child_env(),
+            cwd=REPO,
+            timeout=60,
         ).returncode
         == 0
     )
@@ -1006,8 +1015,26 @@ def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _cores(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} cores"
+
+
+def background_load(seconds: float = 1.0) -> float:
+    """Busy CPU (in cores) on this machine before the servers start."""
+    window = CpuWindow(os.getpid())
+    time.sleep(seconds)
+    return window.stop().figures()["background_cpu_cores"] or 0.0
+
+
 async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
+    idle_check = background_load()
+    if idle_check > 0.25:
+        print(
+            f"warning: other processes keep {idle_check:.2f} of {os.cpu_count()} cores busy; "
+            "figures will be lower and noisier than on an idle machine",
+            flush=True,
+        )
     servers = {EMBEDDED: start_embedded(results_dir, args.embedded_log_level)}
     try:
         servers[MOCK] = start_mock(results_dir, args.mock_initial_rebalance_delay_ms)
@@ -1039,6 +1066,7 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
             },
             "versions_used": {API_NAMES.get(k, "ApiVersions"): n for k, n in chosen.items()},
             "version_findings": findings,
+            "background_cpu_cores_before_start": idle_check,
             "join": [],
             "heartbeat": [],
         }
@@ -1061,7 +1089,7 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                         f"  join {size:>4} members  {SERVER_LABELS[kind]:<21} {shown}"
                         f"  generation {figures['generation']}"
                         f"  cpu: server {figures['server_cpu_s']:.2f} s, load-gen "
-                        f"{figures['loadgen_cpu_s']:.2f} s, other {figures['background_cpu_cores']:.2f} cores"
+                        f"{figures['loadgen_cpu_s']:.2f} s, other {_cores(figures['background_cpu_cores'])}"
                         f"  errors {figures['errors'] or '-'}",
                         flush=True,
                     )
@@ -1107,12 +1135,12 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                                 f"{SERVER_LABELS[kind]:<21} {row['per_second']:>9,.0f}/s  "
                                 f"cpu: server {row['server_cpu_cores']:.2f}, load-gen "
                                 + "+".join(f"{u:.2f}" for u in row["loadgen_cpu_cores"])
-                                + f", other {row['background_cpu_cores']:.2f} cores"
+                                + f", other {_cores(row['background_cpu_cores'])}"
                                 + f"  errors {row['errors'] or '-'}",
                                 flush=True,
                             )
             finally:
-                for kind, (members, group_id) in groups.items():
+                for members, group_id in groups.values():
                     await leave_and_close(members, v, group_id)
             for procs in args.heartbeat_procs:
                 report["heartbeat"].append(
@@ -1128,9 +1156,7 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                         },
                     }
                 )
-        report["servers"] = {
-            kind: {"address": s.address, "notes": s.notes} for kind, s in servers.items()
-        }
+        report["servers"] = {kind: {"address": s.address, "notes": s.notes} for kind, s in servers.items()}
     finally:
         for server in servers.values():
             stop(server)
@@ -1186,14 +1212,15 @@ def table(report: dict[str, Any]) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="Embedded coordinator vs librdkafka mock cluster: group formation time and heartbeat rate."
+        description="Embedded coordinator vs librdkafka mock cluster: group formation time "
+        "and heartbeat rate, same client workload."
     )
     p.add_argument("--members", type=int, nargs="+", default=[10, 100, 500], help="group sizes for metric A")
     p.add_argument("--heartbeat-members", type=int, default=100, help="members heartbeating in metric B")
@@ -1228,7 +1255,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="after every follower's SyncGroup is sent, the leader waits this long before its own "
         "(the mock answers INVALID_REQUEST to a follower SyncGroup it reads after the leader's)",
     )
-    p.add_argument("--trial-timeout", type=float, default=120.0, help="seconds before a group counts as failed")
+    p.add_argument(
+        "--trial-timeout", type=float, default=120.0, help="seconds before a group counts as failed"
+    )
     p.add_argument(
         "--mock-initial-rebalance-delay-ms",
         type=int,

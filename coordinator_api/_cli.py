@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_api._errors import ConfigurationError, CoordinatorApiError
+from coordinator_api._plugins import add_plugin_commands, plugins_report
 from coordinator_api.server import CoordinatorConfig, CoordinatorServer
 
 if sys.version_info >= (3, 11):
@@ -124,6 +125,11 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(members=args.members, partitions=args.partitions)
 
 
+def _plugins(args: argparse.Namespace) -> int:
+    print(plugins_report(), end="")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coordinator-api",
@@ -161,6 +167,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--members", type=int, default=3)
     demo.add_argument("--partitions", type=int, default=12)
     demo.set_defaults(func=_demo)
+
+    plugins = commands.add_parser(
+        "plugins",
+        help="list the installed plugins, the distribution each comes from and what it registers",
+        description="List the plugins of the coordinator_api entry-point group, the distribution and "
+        "version each comes from, what each registers, and the ones COORDINATOR_API_DISABLE_PLUGINS "
+        "disables.",
+    )
+    plugins.set_defaults(func=_plugins)
+    add_plugin_commands(commands)
     return parser
 
 

@@ -8,6 +8,7 @@ import time
 from types import TracebackType
 from typing import Any
 
+import pluggy
 from kafka.net.manager import KafkaConnectionManager
 
 from coordinator_api._errors import (
@@ -22,6 +23,8 @@ from coordinator_api._errors import (
 )
 from coordinator_api._membership import _machine as m
 from coordinator_api._membership._driver import MemberDriver, now_ms
+from coordinator_api._plugins._events import MemberEvent, MemberEventKind
+from coordinator_api._plugins._manager import PluginHooks
 from coordinator_api._types import Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -72,6 +75,9 @@ class Coordinator(abc.ABC):
     :param client_id: the client id sent to the coordinator (member ids start with it).
     :param retry_backoff_ms: pause before retrying after an error.
     :param request_timeout_ms: timeout for requests without a timeout of their own.
+    :param plugin_manager: a plugin manager (:func:`~coordinator_api.get_plugin_manager`) whose
+        ``coordinator_api_on_member_event`` hooks observe this member: joined, assigned,
+        revoked, lost and left, with the generation and how long each step took.
     :param connection_options: further kafka-python connection settings, passed through:
         ``security_protocol``, ``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``,
         ``ssl_context``, ``sasl_mechanism``, ``sasl_plain_username``, ``sasl_plain_password``,
@@ -93,6 +99,7 @@ class Coordinator(abc.ABC):
         client_id: str = "coordinator-api",
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
+        plugin_manager: pluggy.PluginManager | None = None,
         **connection_options: Any,
     ) -> None:
         if not isinstance(group_id, str) or not group_id:
@@ -142,6 +149,8 @@ class Coordinator(abc.ABC):
         self._request_timeout_ms = request_timeout_ms
         self._driver: MemberDriver | None = None
         self._closed = False
+        self._hooks = PluginHooks(plugin_manager) if plugin_manager is not None else None
+        self._round_started: float | None = None
 
     # --- what subclasses implement ---------------------------------------------------------------
 
@@ -312,8 +321,31 @@ class Coordinator(abc.ABC):
                 connection_options=self._connection_options,
                 on_lost=self._lost,
                 request_timeout_ms=self._request_timeout_ms,
+                observe=self._observe if self._hooks is not None else None,
             )
         return self._driver
+
+    def _observe(
+        self,
+        kind: MemberEventKind,
+        generation: int,
+        member_id: str,
+        protocol: str | None,
+        duration_ms: float | None,
+        detail: str,
+    ) -> None:
+        if self._hooks is not None:
+            self._hooks.on_member_event(
+                MemberEvent(
+                    kind=kind,
+                    group_id=self._group_id,
+                    member_id=member_id,
+                    generation_id=generation,
+                    protocol=protocol,
+                    duration_ms=duration_ms,
+                    detail=detail,
+                )
+            )
 
     def _lost(self, action: m.Lost) -> None:
         try:
@@ -370,6 +402,7 @@ class Coordinator(abc.ABC):
 
     def _prepare(self, driver: MemberDriver, action: m.PrepareJoin) -> None:
         error: CallbackError | None = None
+        self._round_started = time.monotonic()
         if action.revoke:
             try:
                 self._callback(
@@ -377,6 +410,14 @@ class Coordinator(abc.ABC):
                 )
             except CallbackError as exc:
                 error = exc  # the join goes on: the group must not wait for us
+            self._observe(
+                "revoked",
+                action.generation_id,
+                action.member_id,
+                None,
+                (time.monotonic() - self._round_started) * 1000,
+                "" if error is None else "on_join_prepare raised",
+            )
         try:
             protocols = self._callback(driver, "metadata", self.metadata)
         except CallbackError:
@@ -450,3 +491,12 @@ class Coordinator(abc.ABC):
             driver.submit(m.Completed(ok=False))
             raise
         driver.submit(m.Completed(ok=True))
+        started = self._round_started
+        self._observe(
+            "assigned",
+            action.generation_id,
+            action.member_id,
+            action.protocol_name,
+            None if started is None else (time.monotonic() - started) * 1000,
+            "",
+        )

@@ -17,6 +17,12 @@ FAST_CONFIG = CoordinatorConfig(
 
 
 @pytest.fixture
+def fast_config() -> CoordinatorConfig:
+    """The coordinator settings of the ``coordinator`` fixture."""
+    return FAST_CONFIG
+
+
+@pytest.fixture
 def coordinator() -> Iterator[EmbeddedCoordinator]:
     """A running embedded coordinator with a 12-partition topic ``events``."""
     with EmbeddedCoordinator(topics={"events": 12}, config=FAST_CONFIG) as running:

@@ -33,6 +33,7 @@ from kafka.protocol.consumer.group import (
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from coordinator_api._membership import _machine as m
+from coordinator_api._plugins._events import MemberEventKind
 from coordinator_api._types import JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -55,10 +56,13 @@ class MemberDriver:
         connection_options: dict[str, Any],
         on_lost: Callable[[m.Lost], None],
         request_timeout_ms: int,
+        observe: Callable[[MemberEventKind, int, str, str | None, float | None, str], None] | None = None,
     ) -> None:
         self.settings = settings
         self._protocol_type = protocol_type
         self._on_lost = on_lost
+        # (kind, generation, member id, protocol, duration ms, detail) for observability hooks
+        self._observe = observe
         self._request_timeout_ms = request_timeout_ms
         self.machine = m.MemberMachine(settings)
         self.lock = threading.Condition()
@@ -82,7 +86,9 @@ class MemberDriver:
         with self.lock:
             if self._closed:
                 return
-            actions = self.machine.handle(event, now_ms())
+            now = now_ms()
+            actions = self.machine.handle(event, now)
+            generation = self.machine.generation()
             if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick)):
                 log.debug("group %s: %r -> %r", self.settings.group_id, event, actions)
             for action in actions:
@@ -96,6 +102,23 @@ class MemberDriver:
         # Outside the lock: a response may complete at once and feed the machine again.
         for action in network:
             self._send(action)
+        if self._observe is not None:
+            if isinstance(event, m.JoinAnswered) and event.error == m.NONE:
+                self._observe(
+                    "joined",
+                    generation.generation_id,
+                    generation.member_id,
+                    generation.protocol_name,
+                    float(now - event.sent_at),
+                    "",
+                )
+            for action in network:
+                if isinstance(action, m.SendLeaveGroup):
+                    self._observe(
+                        "left", generation.generation_id, action.member_id, None, None, action.reason
+                    )
+            for action in lost:
+                self._observe("lost", action.generation_id, action.member_id, None, None, action.reason)
         for action in lost:
             log.warning(
                 "group %s member %s: assignment lost: %s",

@@ -22,6 +22,9 @@ class CoordinatorConfig:
     :param max_group_size: ``group.max.size``; ``None`` means unlimited.
     :param offset_metadata_max_bytes: ``offset.metadata.max.bytes``.
     :param default_num_partitions: ``num.partitions``, for CreateTopics asking for the default.
+    :param max_partitions_per_topic: the most partitions a topic may declare; Kafka has no such
+        limit, but every Metadata answer lists every partition, so a typo of many zeros would
+        stall the server.
     :param auto_create_topics: ``auto.create.topics.enable``; off here, unlike Kafka, because
         a coordinator's topics only describe partition counts and a typo should not invent one.
     :param max_request_bytes: ``socket.request.max.bytes``: a larger length prefix closes the
@@ -38,6 +41,7 @@ class CoordinatorConfig:
     max_group_size: int | None = None
     offset_metadata_max_bytes: int = 4096
     default_num_partitions: int = 1
+    max_partitions_per_topic: int = 100_000
     auto_create_topics: bool = False
     max_request_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000

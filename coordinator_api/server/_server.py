@@ -37,9 +37,6 @@ from coordinator_api.server._store import SqliteStore
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
 
-# A connection with this many complete requests queued stops being read until it catches up.
-_MAX_QUEUED_REQUESTS = 32
-
 
 class CoordinatorServer:
     """The embedded coordinator as an asyncio TCP server.
@@ -344,10 +341,12 @@ class _Connection(asyncio.Protocol):
                 break
             self._queue.append(bytes(self._buffer[4 : 4 + size]))
             del self._buffer[: 4 + size]
-        if len(self._queue) >= _MAX_QUEUED_REQUESTS and self._transport is not None:
+        self._process()
+        # Like a Kafka broker, read no further while a request waits: pipelined requests stay in
+        # the socket, so a connection holds at most one request beyond the one being served.
+        if self._queue and not self._reading_paused and self._transport is not None:
             self._transport.pause_reading()
             self._reading_paused = True
-        self._process()
 
     def _process(self) -> None:
         # Re-entrant calls (a reply sent while routing a request) return here at once; the
@@ -375,7 +374,7 @@ class _Connection(asyncio.Protocol):
                     return
         finally:
             self._processing = False
-        if self._reading_paused and len(self._queue) < _MAX_QUEUED_REQUESTS // 2 and self._transport:
+        if self._reading_paused and not self._queue and self._transport is not None:
             self._transport.resume_reading()
             self._reading_paused = False
 

@@ -158,7 +158,7 @@ class _Group:
 
     def candidate_protocols(self) -> set[str]:
         """Protocols every member supports."""
-        counts = Counter(name for m in self.members.values() for name, _ in m.protocols)
+        counts = Counter(name for m in self.members.values() for name in {n for n, _ in m.protocols})
         return {name for name, n in counts.items() if n == len(self.members)}
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
@@ -1050,8 +1050,11 @@ class GroupCoordinator:
                 )
             elif new.name in self._topics:
                 fail(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {new.name!r} already exists")
-            elif partitions < 1:
-                fail(ErrorCode.INVALID_PARTITIONS, "the number of partitions must be at least 1")
+            elif not 1 <= partitions <= self._config.max_partitions_per_topic:
+                fail(
+                    ErrorCode.INVALID_PARTITIONS,
+                    f"the number of partitions must be between 1 and {self._config.max_partitions_per_topic}",
+                )
             elif new.replication_factor not in (-1, 1):
                 fail(
                     ErrorCode.INVALID_REPLICATION_FACTOR,

@@ -354,7 +354,7 @@ def to_request(frame: Frame, message: Any, client_host: str) -> Request:
             # v0 has no rebalance timeout: Kafka uses the session timeout.
             rebalance_timeout_ms=message.rebalance_timeout_ms if v >= 1 else message.session_timeout_ms,
             protocol_type=message.protocol_type,
-            protocols=tuple((p.name, bytes(p.metadata)) for p in message.protocols),
+            protocols=_distinct_protocols(message.protocols),
             require_known_member_id=v >= 4,
             reason=message.reason if v >= 8 else None,
         )
@@ -437,6 +437,14 @@ def to_request(frame: Frame, message: Any, client_host: str) -> Request:
         ),
         validate_only=bool(message.validate_only) if v >= 1 else False,
     )
+
+
+def _distinct_protocols(protocols: Any) -> tuple[tuple[str, bytes], ...]:
+    """A protocol named twice counts once, with its first metadata, in the member's order."""
+    distinct: dict[str, bytes] = {}
+    for protocol in protocols:
+        distinct.setdefault(protocol.name, bytes(protocol.metadata))
+    return tuple(distinct.items())
 
 
 def offset_fetch_groups(message: Any) -> list[OffsetFetch]:

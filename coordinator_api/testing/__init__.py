@@ -2,8 +2,13 @@
 
 * :class:`LibrdkafkaMockCluster`: librdkafka's built-in mock Kafka cluster (from the
   confluent-kafka wheel), an independent Kafka-protocol server to test members against.
+* :class:`MemberFactory`: creates members of a Coordinator subclass against a coordinator with
+  short timeouts, polls them until they settle, and closes them all.
+* pytest fixtures (loaded automatically through the ``pytest11`` entry point):
+  ``embedded_coordinator``, ``embedded_coordinator_config`` and ``member_factory``.
 """
 
+from coordinator_api.testing._fixtures import MemberFactory
 from coordinator_api.testing._librdkafka_mock import (
     KAFKA_PYTHON_API_VERSION,
     LibrdkafkaMockCluster,
@@ -16,4 +21,5 @@ __all__ = [
     "LibrdkafkaMockCluster",
     "LibrdkafkaMockError",
     "LibrdkafkaMockUnavailable",
+    "MemberFactory",
 ]

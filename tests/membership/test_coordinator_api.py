@@ -24,6 +24,9 @@ from coordinator_api import (
     GroupJoinError,
     GroupTimeoutError,
     JoinedMember,
+    MemberEvent,
+    get_plugin_manager,
+    hookimpl,
 )
 
 FAST = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 300, "rebalance_timeout_ms": 5000}
@@ -253,3 +256,48 @@ def test_asyncio_facade(coordinator: EmbeddedCoordinator) -> None:
     assert sorted(group[0].shards + group[1].shards) == list(range(8))
     with pytest.raises(CoordinatorClosedError):
         group[0].poll(0)  # async with closed it
+
+
+class EventLog:
+    """A plugin observing members through the coordinator_api_on_member_event hook."""
+
+    def __init__(self) -> None:
+        self.events: list[MemberEvent] = []
+
+    @hookimpl
+    def coordinator_api_on_member_event(self, event: MemberEvent) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+
+def test_member_events_reach_observability_plugins(coordinator: EmbeddedCoordinator) -> None:
+    log = EventLog()
+    pm = get_plugin_manager(load_entrypoints=False)
+    pm.register(log, name="event-log")
+    first = Shards("observed", coordinator.bootstrap_servers, group_instance_id="one", plugin_manager=pm)
+    first.ensure_active_group(30)
+    assert log.kinds() == ["joined", "assigned"]
+    joined, assigned = log.events
+    assert joined.generation_id == assigned.generation_id == first.generation().generation_id
+    assert assigned.protocol == "round-robin" and assigned.member_id == first.member_id
+    assert joined.duration_ms is not None and assigned.duration_ms is not None
+    first.request_rejoin("observe a revocation")
+    with Polling([first]):
+        wait_until(lambda: log.kinds().count("assigned") == 2)
+    assert "revoked" in log.kinds()
+    # Another process with the same instance id: the first is fenced and its assignment lost.
+    second = Shards("observed", coordinator.bootstrap_servers, group_instance_id="one")
+    try:
+        second.ensure_active_group(30)
+        with Polling([first]):
+            wait_until(lambda: "lost" in log.kinds(), 10, "the lost event")
+    finally:
+        second.close()
+        first.close()
+    plain = Shards("observed-leave", coordinator.bootstrap_servers, plugin_manager=pm)
+    plain.ensure_active_group(30)
+    plain.close()
+    assert log.events[-1].kind == "left"
+    assert log.events[-1].group_id == "observed-leave"

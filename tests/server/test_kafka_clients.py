@@ -17,7 +17,7 @@ from member_processes import (
     wait_for,
 )
 
-from coordinator_api import EmbeddedCoordinator
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 
 PARTITIONS = 12
 SESSION_MS = 3000
@@ -237,11 +237,11 @@ def _recv(sock: object, n: int) -> bytes:
     return data
 
 
-def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(tmp_path: object) -> None:
-    from conftest import FAST_CONFIG
-
+def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(
+    tmp_path: object, fast_config: CoordinatorConfig
+) -> None:
     data_dir = str(tmp_path)
-    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=FAST_CONFIG, data_dir=data_dir) as first:
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=fast_config, data_dir=data_dir) as first:
         port = first.port
         members = [
             MemberProcess(
@@ -254,7 +254,7 @@ def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(tmp_path: object
             first.close()
             before = committed_offline(data_dir)
             with EmbeddedCoordinator(
-                topics={"events": PARTITIONS}, config=FAST_CONFIG, data_dir=data_dir, port=port
+                topics={"events": PARTITIONS}, config=fast_config, data_dir=data_dir, port=port
             ) as second:
                 assert committed(second) == before
                 assert set(before) == {TopicPartition("events", p) for p in range(PARTITIONS)}

@@ -1,0 +1,156 @@
+"""The command-line side of the plugin system: ``coordinator-api plugins`` and plugin subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import sys
+from dataclasses import dataclass
+from typing import final
+
+import pluggy
+
+from coordinator_api._plugins import _manager
+from coordinator_api._plugins._errors import (
+    DISABLE_PLUGINS_ENV,
+    DuplicateRegistrationError,
+    PluginError,
+    PluginLoadError,
+)
+from coordinator_api._plugins._manager import PluginRegistry, get_plugin_manager
+from coordinator_api._plugins._markers import NAME
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class PluginInfo:
+    """One plugin as ``coordinator-api plugins`` shows it.
+
+    :ivar name: the plugin's name (its entry-point name).
+    :ivar distribution: the distribution it comes from, or None if unknown.
+    :ivar version: that distribution's version, or None.
+    :ivar builtin: it is one of coordinator-api's built-in plugins.
+    :ivar blocked: it is disabled (``COORDINATOR_API_DISABLE_PLUGINS`` or ``blocked=``).
+    :ivar registers: what it registered, in words; empty for a blocked plugin.
+    """
+
+    name: str
+    distribution: str | None
+    version: str | None
+    builtin: bool
+    blocked: bool
+    registers: tuple[str, ...]
+
+
+def describe_plugins(plugin_manager: pluggy.PluginManager, registry: PluginRegistry) -> list[PluginInfo]:
+    """The registered plugins (sorted by name) followed by the blocked ones."""
+    builtins = {name for name, _ in _manager.BUILTIN_PLUGINS}
+    origins: dict[str, tuple[str | None, str | None]] = {}
+    for name in builtins:
+        origins[name] = _distribution_of("coordinator-api")
+    for plugin, dist in plugin_manager.list_plugin_distinfo():
+        plugin_name = plugin_manager.get_name(plugin)
+        if plugin_name is not None:
+            origins[plugin_name] = (str(dist.project_name), str(dist.version))
+    # A blocked plugin is not loaded, so pluggy has no distribution for it: find its entry point.
+    for entry_point in importlib.metadata.entry_points(group=NAME):
+        if entry_point.dist is not None:
+            origins.setdefault(
+                entry_point.name, (entry_point.dist.metadata["Name"], entry_point.dist.version)
+            )
+    registered: list[PluginInfo] = []
+    blocked: list[PluginInfo] = []
+    for name, plugin in sorted(plugin_manager.list_name_plugin()):
+        distribution, version = origins.get(name, (None, None))
+        info = PluginInfo(
+            name=name,
+            distribution=distribution,
+            version=version,
+            builtin=name in builtins,
+            blocked=plugin is None,
+            registers=() if plugin is None else tuple(registry.registered_by(name)),
+        )
+        (blocked if plugin is None else registered).append(info)
+    return registered + blocked
+
+
+def _distribution_of(name: str) -> tuple[str | None, str | None]:
+    try:
+        return name, importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return name, None
+
+
+def render_plugin_report(plugins: list[PluginInfo]) -> str:
+    """The text ``coordinator-api plugins`` prints."""
+    active = [p for p in plugins if not p.blocked]
+    blocked = [p for p in plugins if p.blocked]
+    lines = [f"plugins (entry-point group {NAME!r}):"]
+    if not active:
+        lines.append("  (none installed)")
+    for plugin in active:
+        lines.append(f"  {plugin.name}  from {_origin(plugin)}")
+        lines += [f"    {what}" for what in plugin.registers] or ["    (registers nothing)"]
+    if blocked:
+        lines.append(f"disabled ({DISABLE_PLUGINS_ENV}):")
+        lines += [
+            f"  {plugin.name}  from {_origin(plugin)}"
+            if plugin.distribution is not None
+            else f"  {plugin.name}  (no installed plugin has this name)"
+            for plugin in blocked
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _origin(plugin: PluginInfo) -> str:
+    if plugin.distribution is None:
+        where = "an unknown distribution"
+    else:
+        where = f"{plugin.distribution} {plugin.version or '(version unknown)'}"
+    return f"{where} (built-in)" if plugin.builtin else where
+
+
+def plugins_report() -> str:
+    """Load the plugins as the environment says and describe them (``coordinator-api plugins``).
+
+    :raises PluginError: a plugin could not be loaded, or two plugins registered the same thing.
+    """
+    plugin_manager = get_plugin_manager()
+    registry = PluginRegistry.load(plugin_manager)
+    return render_plugin_report(describe_plugins(plugin_manager, registry))
+
+
+def add_plugin_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the plugins' subcommands to ``coordinator-api``.
+
+    A plugin that cannot be loaded must not take the built-in commands down with it (least of
+    all ``coordinator-api plugins``, which reports the problem): the error is printed as a
+    warning and the plugins' commands are left out.
+    """
+    try:
+        registrations = PluginRegistry.load().commands.registrations()
+        for registration in registrations:
+            if registration.key in subparsers.choices:
+                raise DuplicateRegistrationError(
+                    what="command",
+                    key=registration.key,
+                    first_plugin="coordinator-api (built-in command)",
+                    second_plugin=registration.plugin,
+                )
+        for registration in registrations:
+            command = registration.value
+            parser = subparsers.add_parser(
+                command.name, help=f"{command.help} [plugin {registration.plugin}]", description=command.help
+            )
+            if command.configure is not None:
+                try:
+                    command.configure(parser)
+                except Exception as exc:
+                    raise PluginLoadError(
+                        f"plugin {registration.plugin!r} failed to configure command "
+                        f"{command.name!r}: {exc!r}",
+                        plugin=registration.plugin,
+                    ) from exc
+            parser.set_defaults(func=command.run)
+    except PluginError as exc:
+        print(f"coordinator-api: warning: plugin commands are unavailable: {exc}", file=sys.stderr)

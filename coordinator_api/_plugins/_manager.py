@@ -1,0 +1,226 @@
+"""Builds the plugin manager and calls the hooks through a typed wrapper.
+
+Nothing here runs at import time: :func:`get_plugin_manager` builds a fresh manager each time it
+is called (ARCHITECTURE rule 5), so tests, the CLI and applications each get the plugins the
+environment says, and no module holds a global manager loaded as a side effect of an import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import logging
+import os
+from collections.abc import Iterable
+from typing import Final, final
+
+import pluggy
+
+from coordinator_api._plugins import spec
+from coordinator_api._plugins._errors import DISABLE_PLUGINS_ENV, PluginError, PluginLoadError
+from coordinator_api._plugins._events import MemberEvent
+from coordinator_api._plugins._markers import NAME
+from coordinator_api._plugins._registry import (
+    AssignorRegistry,
+    CommandRegistry,
+    PayloadDecoderRegistry,
+    ProtocolRegistry,
+    _RegistryBase,
+)
+
+log = logging.getLogger("coordinator_api.plugins")
+
+BUILTIN_PLUGINS: Final[tuple[tuple[str, str], ...]] = ()
+"""The built-in plugins as (plugin name, module) pairs, registered before the entry points.
+
+Each is registered under the name its entry point would have, so listing it in the package's
+``[project.entry-points.coordinator_api]`` table as well is harmless (pluggy skips a name that
+is already registered) and blocking it works the same way as for a third-party plugin."""
+
+
+def disabled_plugins(environ: dict[str, str] | os._Environ[str] | None = None) -> list[str]:
+    """The plugin names ``COORDINATOR_API_DISABLE_PLUGINS`` disables (comma-separated)."""
+    value = (os.environ if environ is None else environ).get(DISABLE_PLUGINS_ENV, "")
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def get_plugin_manager(
+    *, load_entrypoints: bool = True, blocked: Iterable[str] | None = None
+) -> pluggy.PluginManager:
+    """Build a plugin manager with the hookspecs, the built-in plugins and the installed ones.
+
+    Built-in plugins (:data:`BUILTIN_PLUGINS`) are registered with ``pm.register`` first, then
+    the plugins of the ``coordinator_api`` entry-point group; both go through the same pluggy
+    registration and the same hooks. Names listed in ``COORDINATOR_API_DISABLE_PLUGINS`` and in
+    ``blocked`` are blocked before anything registers, built-ins included.
+
+    :param load_entrypoints: load the plugins installed through entry points (False gives a
+        manager with the built-ins only, e.g. for tests that register their own plugins).
+    :param blocked: further plugin names to block.
+    :raises PluginLoadError: a plugin could not be imported, or implements a hook that does not
+        exist or with arguments the hook does not have.
+    """
+    pm = pluggy.PluginManager(NAME)
+    pm.add_hookspecs(spec)
+    for name in [*disabled_plugins(), *(blocked or ())]:
+        pm.set_blocked(name)
+    for name, module_name in BUILTIN_PLUGINS:
+        if pm.is_blocked(name):
+            continue
+        try:
+            module = importlib.import_module(module_name)
+            pm.register(module, name=name)
+        except (ImportError, pluggy.PluginValidationError) as exc:
+            raise PluginLoadError(
+                f"built-in plugin {name!r} ({module_name}) failed to load: {exc}", plugin=name
+            ) from exc
+    if load_entrypoints:
+        try:
+            pm.load_setuptools_entrypoints(NAME)
+        except pluggy.PluginValidationError as exc:
+            culprit = pm.get_name(exc.plugin) or _first_unloaded_entry_point(pm)[0]
+            raise PluginLoadError(f"plugin {culprit!r} is invalid: {exc}", plugin=culprit) from exc
+        except Exception as exc:
+            culprit, distribution = _first_unloaded_entry_point(pm)
+            raise PluginLoadError(
+                f"plugin {culprit!r} (from {distribution}) failed to load: {exc!r}", plugin=culprit
+            ) from exc
+    try:
+        # A hookimpl whose name has the prefix but no spec is a typo: say so now, as pytest does.
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginLoadError(f"{exc}", plugin=pm.get_name(exc.plugin)) from exc
+    return pm
+
+
+def _first_unloaded_entry_point(pm: pluggy.PluginManager) -> tuple[str | None, str]:
+    """The entry point pluggy failed on: pluggy loads them in this order and stops at the first
+    error, so it is the first one that is neither registered nor blocked."""
+    for dist in importlib.metadata.distributions():
+        for entry_point in dist.entry_points:
+            if (
+                entry_point.group == NAME
+                and not pm.has_plugin(entry_point.name)
+                and not pm.is_blocked(entry_point.name)
+            ):
+                return entry_point.name, f"distribution {dist.metadata['Name']} {dist.version}"
+    return None, "an unknown distribution"
+
+
+@final
+class PluginHooks:
+    """Calls the hooks of a plugin manager, typed (tox 4's wrapper over ``pm.hook``).
+
+    mypy checks every call through this class against the hookspecs' signatures, which a bare
+    ``pm.hook.<name>(**kwargs)`` call does not. Every hook is called once per plugin, in
+    registration order (built-ins first): registrations are attributed to the plugin that made
+    them, and a plugin whose hook raises is named in the error.
+    """
+
+    def __init__(self, plugin_manager: pluggy.PluginManager) -> None:
+        self._pm = plugin_manager
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The pluggy manager whose hooks this calls."""
+        return self._pm
+
+    def register_protocols(self, registry: ProtocolRegistry) -> None:
+        """Call ``coordinator_api_register_protocols``."""
+        self._register("coordinator_api_register_protocols", registry)
+
+    def register_assignors(self, registry: AssignorRegistry) -> None:
+        """Call ``coordinator_api_register_assignors``."""
+        self._register("coordinator_api_register_assignors", registry)
+
+    def register_payload_decoders(self, registry: PayloadDecoderRegistry) -> None:
+        """Call ``coordinator_api_register_payload_decoders``."""
+        self._register("coordinator_api_register_payload_decoders", registry)
+
+    def register_cli_commands(self, registry: CommandRegistry) -> None:
+        """Call ``coordinator_api_register_cli_commands``."""
+        self._register("coordinator_api_register_cli_commands", registry)
+
+    def on_member_event(self, event: MemberEvent) -> None:
+        """Call ``coordinator_api_on_member_event``.
+
+        An observer that raises is logged and skipped: observing a group must never break its
+        members (this may run on a member's heartbeat thread).
+        """
+        for plugin_name, call in self._per_plugin("coordinator_api_on_member_event"):
+            try:
+                call(event=event)
+            except Exception:
+                log.exception(
+                    "plugin %r raised in coordinator_api_on_member_event (%s event of group %r, member %s)",
+                    plugin_name,
+                    event.kind,
+                    event.group_id,
+                    event.member_id or "(no member id yet)",
+                )
+
+    def _register(self, hook_name: str, registry: _RegistryBase) -> None:
+        for plugin_name, call in self._per_plugin(hook_name):
+            with registry._registering_for(plugin_name):
+                try:
+                    call(registry=registry)
+                except PluginError:
+                    raise
+                except Exception as exc:
+                    raise PluginLoadError(
+                        f"plugin {plugin_name!r} raised in {hook_name}: {exc!r}", plugin=plugin_name
+                    ) from exc
+
+    def _per_plugin(self, hook_name: str) -> list[tuple[str, pluggy.HookCaller]]:
+        """One hook caller per implementing plugin, each calling that plugin only."""
+        caller: pluggy.HookCaller = getattr(self._pm.hook, hook_name)
+        impls = [impl for impl in caller.get_hookimpls() if not (impl.hookwrapper or impl.wrapper)]
+        plugins = [impl.plugin for impl in caller.get_hookimpls()]
+        calls = []
+        for impl in impls:
+            others = [plugin for plugin in plugins if plugin is not impl.plugin]
+            calls.append((impl.plugin_name, self._pm.subset_hook_caller(hook_name, others)))
+        return calls
+
+
+@final
+class PluginRegistry:
+    """Everything the plugins of one plugin manager register.
+
+    :ivar protocols: group protocols by protocol type.
+    :ivar assignors: assignors by protocol type and name.
+    :ivar payload_decoders: payload decoders by protocol type.
+    :ivar commands: ``coordinator-api`` subcommands.
+    """
+
+    def __init__(self) -> None:
+        self.protocols = ProtocolRegistry()
+        self.assignors = AssignorRegistry()
+        self.payload_decoders = PayloadDecoderRegistry()
+        self.commands = CommandRegistry()
+
+    @classmethod
+    def load(cls, plugin_manager: pluggy.PluginManager | None = None) -> PluginRegistry:
+        """Call every registry hook of ``plugin_manager`` (by default a new
+        :func:`get_plugin_manager`) and return what the plugins registered.
+
+        :raises DuplicateRegistrationError: two plugins registered the same thing.
+        :raises PluginLoadError: a plugin could not be loaded, or its hook raised.
+        """
+        hooks = PluginHooks(plugin_manager if plugin_manager is not None else get_plugin_manager())
+        registry = cls()
+        hooks.register_protocols(registry.protocols)
+        hooks.register_assignors(registry.assignors)
+        hooks.register_payload_decoders(registry.payload_decoders)
+        hooks.register_cli_commands(registry.commands)
+        return registry
+
+    def registered_by(self, plugin: str) -> list[str]:
+        """What ``plugin`` registered, in words (``"protocol type roundrobin-shards"``, ...)."""
+        registries: tuple[_RegistryBase, ...] = (
+            self.protocols,
+            self.assignors,
+            self.payload_decoders,
+            self.commands,
+        )
+        return [what for registry in registries for by, what in registry.summary() if by == plugin]
