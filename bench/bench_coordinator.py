@@ -1149,6 +1149,9 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                         "loadgen_processes": procs,
                         **{
                             kind: {
+                                # Other processes can only take throughput away: the best run is
+                                # the one they disturbed least.
+                                "best_per_second": max(r["per_second"] for r in runs[(kind, procs)]),
                                 "median_per_second": median([r["per_second"] for r in runs[(kind, procs)]]),
                                 "samples": runs[(kind, procs)],
                             }
@@ -1204,11 +1207,11 @@ def table(report: dict[str, Any]) -> str:
         procs = row["loadgen_processes"]
         rows.append(
             (
-                f"heartbeats/s, {procs} load-gen process{'es' if procs > 1 else ''} (median)",
+                f"heartbeats/s, {procs} load-gen process{'es' if procs > 1 else ''} (best; median)",
                 f"{row['members']} members",
-                f"{ours['median_per_second']:,.0f}/s",
-                f"{mock['median_per_second']:,.0f}/s",
-                ratio_text(ours["median_per_second"], mock["median_per_second"], lower_is_better=False),
+                f"{ours['best_per_second']:,.0f}/s; {ours['median_per_second']:,.0f}/s",
+                f"{mock['best_per_second']:,.0f}/s; {mock['median_per_second']:,.0f}/s",
+                ratio_text(ours["best_per_second"], mock["best_per_second"], lower_is_better=False),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -38,7 +38,6 @@ def member_main(bootstrap_servers: str, name: str) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     consumer = KafkaConsumer(
-        TOPIC,
         bootstrap_servers=bootstrap_servers,
         group_id=GROUP,
         client_id=name,
@@ -46,11 +45,16 @@ def member_main(bootstrap_servers: str, name: str) -> None:
         heartbeat_interval_ms=1000,
         enable_auto_commit=False,
     )
+    # Learn the partitions before joining: a kafka-python 3.0 leader that joins before its
+    # metadata arrives assigns nothing, and its next rebalance can stall.
+    while not consumer.partitions_for_topic(TOPIC) and not stop.is_set():
+        time.sleep(0.05)
+    consumer.subscribe([TOPIC])
     last: list[int] | None = None
     while not stop.is_set():
         # The coordinator keeps no log: fetches fail while membership goes on.
         with contextlib.suppress(KafkaError):
-            consumer.poll(timeout_ms=100)
+            consumer.poll(timeout_ms=500)
         owned = sorted(tp.partition for tp in consumer.assignment())
         if owned != last:
             last = owned

@@ -227,42 +227,51 @@ class CoordinatorServer:
         message = _wire.decode(frame, payload)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("request from %s: %r", conn.client_host, message)
+        # Decodable is not readable: a null where Kafka requires a value makes the translation
+        # below fail, which is the client's error, not the server's.
+        try:
+            if frame.api_key in _wire.GROUP_APIS and not (frame.api_key == 9 and frame.api_version >= 8):
+                request = _wire.to_request(frame, message, conn.client_host)
+            else:
+                answer = self._answer(frame, message)
+                conn.finish(frame, None if answer is None else _wire.encode(frame, answer))
+                return
+        except (TypeError, AttributeError, ValueError) as exc:
+            raise _wire.MalformedRequest(
+                f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: {exc!r}"
+            ) from exc
+        ref = next(self._refs)
+        self._inflight[ref] = (conn, frame)
+        conn.busy_ref = ref
+        self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _answer(self, frame: _wire.Frame, message: Any) -> Any:
+        """The answer to a request the shell handles itself (None: no answer is expected)."""
         key = frame.api_key
         if key == _wire.API_VERSIONS_KEY:
-            conn.finish(frame, _wire.api_versions_response(frame.api_version))
-        elif key == 3:
-            conn.finish(frame, self._metadata(frame, message))
-        elif key == 10:
-            conn.finish(
-                frame,
-                _wire.find_coordinator_response(
-                    frame.api_version,
-                    message,
-                    node_id=self.config.node_id,
-                    host=self._advertised_host,
-                    port=self.port,
-                ),
+            return _wire.api_versions_response(frame.api_version)
+        if key == 3:
+            return self._metadata(frame, message)
+        if key == 10:
+            return _wire.find_coordinator_response(
+                frame.api_version,
+                message,
+                node_id=self.config.node_id,
+                host=self._advertised_host,
+                port=self.port,
             )
-        elif key in _wire.LOG_APIS:
-            if key == 0 and message.acks == 0:
-                conn.finish(frame, None)  # acks=0: the producer expects no response
-            else:
-                conn.finish(frame, _wire.not_a_log_response(frame, message))
-        elif key == 9 and frame.api_version >= 8:
-            now = self._now_ms()
-            results: list[tuple[str, OffsetFetchResult]] = []
-            for group_fetch in _wire.offset_fetch_groups(message):
-                fx = self.state.handle(None, group_fetch, now)
-                result = fx.replies[0][1]
-                assert isinstance(result, OffsetFetchResult)
-                results.append((group_fetch.group_id, result))
-            conn.finish(frame, _wire.offset_fetch_batch_response(frame, results))
-        else:
-            ref = next(self._refs)
-            self._inflight[ref] = (conn, frame)
-            conn.busy_ref = ref
-            request = _wire.to_request(frame, message, conn.client_host)
-            self._apply(self.state.handle(ref, request, self._now_ms()))
+        if key in _wire.LOG_APIS:
+            # acks=0: the producer expects no response.
+            return None if key == 0 and message.acks == 0 else _wire.not_a_log_response(frame, message)
+        # OffsetFetch v8+ asks for several groups at once; reads only, answered at once.
+        now = self._now_ms()
+        results: list[tuple[str, OffsetFetchResult]] = []
+        for group_fetch in _wire.offset_fetch_groups(message):
+            fx = self.state.handle(None, group_fetch, now)
+            result = fx.replies[0][1]
+            assert isinstance(result, OffsetFetchResult)
+            results.append((group_fetch.group_id, result))
+        return _wire.offset_fetch_batch_response(frame, results)
 
     def _metadata(self, frame: _wire.Frame, message: Any) -> Any:
         if self.config.auto_create_topics and message.topics:
@@ -379,7 +388,8 @@ class _Connection(asyncio.Protocol):
             self._reading_paused = False
 
     def finish(self, frame: _wire.Frame, response: Any) -> None:
-        """Send the answer to the current request and move on to the next one."""
+        """Send the answer to the current request (a response, its encoding, or None for no
+        answer) and move on to the next one."""
         self.busy_ref = None
         self.last_activity_ms = self._server._now_ms()
         if self._transport is None:
@@ -387,7 +397,8 @@ class _Connection(asyncio.Protocol):
         if response is not None:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("response to %s: %r", self.client_host, response)
-            self._transport.write(_wire.encode(frame, response))
+            data = response if isinstance(response, bytes) else _wire.encode(frame, response)
+            self._transport.write(data)
         self._process()
 
 

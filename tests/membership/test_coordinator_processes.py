@@ -236,3 +236,31 @@ def test_group_mixing_payload_releases_rebalances(coordinator: EmbeddedCoordinat
             m.terminate()
         settle(members, "the release-2 members after the rolling upgrade")
         assert not acting_overlaps(members)
+
+
+def test_static_member_restarted_within_its_session_keeps_its_shards_without_a_rebalance(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    def start(name: str) -> MemberProcess:
+        return shard_member(
+            coordinator.bootstrap_servers, name, instance_id=f"{name}-static", session_ms=15000
+        )
+
+    with running_members([start(f"st-{i}") for i in range(3)]) as members:
+        generation = settle(members, "three static members")
+        before = latest(members[1], "assigned")
+        assert before is not None
+        rebalances = len(membership.of("rebalance", "shards"))
+        members[1].kill()
+        members[1] = start("st-1")
+        wait_for(
+            lambda: latest(members[1], "assigned") is not None, SETTLE_S, "the restarted member's assignment"
+        )
+        after = latest(members[1], "assigned")
+        assert after is not None
+        assert after["shards"] == before["shards"]
+        assert after["generation"] == generation
+        assert after["member_id"] != before["member_id"]
+        assert len(membership.of("rebalance", "shards")) == rebalances
+        assert all(not m.events("revoked") for m in (members[0], members[2]))
+        assert not acting_overlaps(members)

@@ -4,7 +4,7 @@ It provides the ``roundrobin-shards`` group protocol: each member of a group is 
 the same shard names, and the group's leader deals them out round robin, each member taking at
 most its capacity. Applications use it by protocol type, without importing this package::
 
-    from coordinator_api._plugins import PluginRegistry
+    from coordinator_api import PluginRegistry
 
     protocols = PluginRegistry.load().protocols
     member = protocols.create("roundrobin-shards", "indexers", bootstrap, shards=["s0", "s1"])
@@ -32,7 +32,7 @@ How it is put together, which is all a plugin needs:
 
 from __future__ import annotations
 
-from coordinator_api._plugins import (
+from coordinator_api import (
     AssignorRegistry,
     CommandRegistry,
     PayloadDecoderRegistry,
