@@ -125,6 +125,19 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(members=args.members, partitions=args.partitions)
 
 
+def _groups(args: argparse.Namespace) -> int:
+    from coordinator_api._inspect import describe_group, list_groups, render_group
+    from coordinator_api._plugins import PluginRegistry
+
+    if args.group is None:
+        for group in list_groups(args.bootstrap_servers):
+            print(f"{group.group_id}\t{group.protocol_type or '-'}\t{group.state}")
+        return 0
+    decoders = PluginRegistry.load().payload_decoders
+    print(render_group(describe_group(args.bootstrap_servers, args.group), decoders))
+    return 0
+
+
 def _plugins(args: argparse.Namespace) -> int:
     print(plugins_report(), end="")
     return 0
@@ -167,6 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--members", type=int, default=3)
     demo.add_argument("--partitions", type=int, default=12)
     demo.set_defaults(func=_demo)
+
+    groups = commands.add_parser(
+        "groups",
+        help="list the groups of a coordinator, or describe one with its payloads in words",
+        description="Without GROUP, list every group (id, protocol type, state). With GROUP, show "
+        "its members and their metadata and assignments, put in words by the installed plugins' "
+        "payload decoders.",
+    )
+    groups.add_argument("group", nargs="?", help="the group to describe")
+    groups.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    groups.set_defaults(func=_groups)
 
     plugins = commands.add_parser(
         "plugins",

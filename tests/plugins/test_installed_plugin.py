@@ -13,6 +13,7 @@ from typing import Any
 from plugin_sites import environment, install_distribution
 
 from coordinator_api import EmbeddedCoordinator
+from coordinator_api.testing import MemberFactory
 from coordinator_api.testing._fixtures import TEST_COORDINATOR_CONFIG
 
 PROBE = Path(__file__).with_name("installed_plugins_probe.py")
@@ -152,3 +153,39 @@ def test_a_plugin_that_fails_to_import_is_named_with_the_fix(tmp_path: Path) -> 
     assert "plugin 'broken' (from distribution coordinator-broken 0.0.1) failed to load" in result.stderr
     assert "COORDINATOR_API_DISABLE_PLUGINS=broken" in result.stderr
     assert cli({**env, "COORDINATOR_API_DISABLE_PLUGINS": "broken"}, "plugins").returncode == 0
+
+
+def test_groups_command_lists_groups_and_describes_payloads_in_words(
+    roundrobin_site: Path, roundrobin: Any
+) -> None:
+    with EmbeddedCoordinator(config=TEST_COORDINATOR_CONFIG) as coordinator:
+        factory = MemberFactory(coordinator.bootstrap_servers)
+        shards = [f"s{i}" for i in range(4)]
+        members = [
+            factory(roundrobin.RoundRobinShardsCoordinator, "described", shards=shards) for _ in range(2)
+        ]
+        try:
+            factory.settle(*members)
+            env = environment(roundrobin_site)
+            listed = cli(env, "groups", "--bootstrap-servers", coordinator.bootstrap_servers)
+            assert listed.returncode == 0, listed.stderr
+            assert "described\troundrobin-shards\tStable" in listed.stdout
+            described = cli(env, "groups", "described", "--bootstrap-servers", coordinator.bootstrap_servers)
+            assert described.returncode == 0, described.stderr
+            text = described.stdout
+            assert "group described: Stable, protocol type roundrobin-shards" in text
+            assert text.count("    assignment: shards ") == 2  # each member's share, in words
+            assert "no decoder installed" not in text
+            # Without the plugin the same payloads are shown as bytes, and nothing fails.
+            bare = cli(
+                environment(Path("/nonexistent")),
+                "groups",
+                "described",
+                "--bootstrap-servers",
+                coordinator.bootstrap_servers,
+            )
+            assert bare.returncode == 0, bare.stderr
+            assert "no decoder installed" in bare.stdout
+        finally:
+            for member in members:
+                member.close(timeout=5)
