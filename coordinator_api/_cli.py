@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="start a coordinator, run a group of member processes against it, report",
     )
-    demo.add_argument("--members", type=int, default=3)
+    demo.add_argument("--members", type=int, default=3, help="member processes (at least 3)")
     demo.add_argument("--partitions", type=int, default=12)
     demo.set_defaults(func=_demo)
 

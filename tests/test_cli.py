@@ -89,6 +89,9 @@ def test_demo_runs_the_main_job() -> None:
         [*CLI, "--log-level", "WARNING", "demo"], capture_output=True, text=True, timeout=180, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "OK: after each change every partition was owned by exactly one live member" in result.stdout
-    assert "expired" in result.stdout  # the SIGKILLed member's session ran out
-    assert "left" in result.stdout  # the gracefully stopped member sent LeaveGroup
+    out = result.stdout
+    assert "OK: after each change every partition was owned by exactly one live member" in out
+    assert "partitions worked on by two members at once: 0" in out
+    assert out.count(" expired ") >= 2  # the SIGKILLed and the paused member's sessions ran out
+    assert "resumed: it reports its partitions lost, then rejoins: settled" in out
+    assert " left " in out  # the gracefully stopped member sent LeaveGroup
