@@ -7,6 +7,14 @@ Each test is a scenario on a fake clock, checked against what Kafka's classic Gr
 from __future__ import annotations
 
 import pytest
+from _group_driver import (
+    GROUP,
+    RANGE,
+    REBALANCE_MS,
+    SESSION_MS,
+    Driver,
+    protocols_for,
+)
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -23,14 +31,6 @@ from coordinator_api.server._messages import (
     OffsetsCommitted,
     SyncGroupResult,
     Topic,
-)
-from tests.server._group_driver import (
-    GROUP,
-    RANGE,
-    REBALANCE_MS,
-    SESSION_MS,
-    Driver,
-    protocols_for,
 )
 
 E = ErrorCode
