@@ -1,0 +1,67 @@
+"""Kafka's consumer protocol as a coordinator-api plugin (protocol type ``consumer``).
+
+Built in, and registered through the ``coordinator_api`` entry points exactly like a
+third-party plugin. It provides:
+
+* the wire format of Kafka's ConsumerProtocolSubscription v0-v3 and ConsumerProtocolAssignment,
+  through kafka-python's message classes, so this plugin's members can share a group with
+  kafka-python, librdkafka and Java consumers;
+* assignors, pure functions over :mod:`coordinator_consumer._model`: ``range`` and
+  ``roundrobin`` (as Kafka's), generation-aware ownership (KIP-792);
+* payload decoders, so ``coordinator-api groups GROUP`` shows a consumer group's subscriptions
+  and assignments in words.
+"""
+
+from __future__ import annotations
+
+from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
+from coordinator_consumer._describe import describe_assignment, describe_subscription
+from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
+from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
+from coordinator_consumer._protocol import (
+    ConsumerProtocolError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from coordinator_consumer._range import assign_range
+from coordinator_consumer._roundrobin import assign_roundrobin
+
+PROTOCOL_TYPE = "consumer"
+ASSIGNORS: dict[str, Assignor] = {
+    "range": assign_range,
+    "roundrobin": assign_roundrobin,
+}
+
+
+@hookimpl
+def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
+    for name, assignor in ASSIGNORS.items():
+        registry.register(PROTOCOL_TYPE, name, assignor)
+
+
+@hookimpl
+def coordinator_api_register_payload_decoders(registry: PayloadDecoderRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, metadata=describe_subscription, assignment=describe_assignment)
+
+
+__all__ = [
+    "ASSIGNORS",
+    "PROTOCOL_TYPE",
+    "Assignment",
+    "AssignmentError",
+    "Assignor",
+    "Cluster",
+    "ConsumerProtocolError",
+    "Subscription",
+    "TopicPartition",
+    "assign_range",
+    "assign_roundrobin",
+    "decode_assignment",
+    "decode_subscription",
+    "encode_assignment",
+    "encode_subscription",
+    "owned_partitions",
+    "validate_assignment",
+]
