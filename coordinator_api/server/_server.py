@@ -16,7 +16,6 @@ import logging
 import sqlite3
 import struct
 from collections.abc import Mapping
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -403,6 +402,8 @@ class _Connection(asyncio.Protocol):
 
 
 def _log_event(event: MembershipEvent) -> None:
+    if not membership_log.isEnabledFor(logging.INFO):
+        return
     membership_log.info(
         "%s group=%s generation=%d member=%s instance=%s %s",
         event.kind,
@@ -411,5 +412,5 @@ def _log_event(event: MembershipEvent) -> None:
         event.member_id or "-",
         event.group_instance_id or "-",
         event.detail,
-        extra={"membership_event": asdict(event)},
+        extra={"membership_event": dict(vars(event))},
     )
