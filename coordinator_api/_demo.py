@@ -94,7 +94,8 @@ def member_main(bootstrap_servers: str, name: str, partitions: int) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     member = PartitionOwner(name, bootstrap_servers, partitions)
-    while not stop.is_set():
+    parent = os.getppid()
+    while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         member.poll(0.1)
         generation = member.generation_if_stable()
         if generation is not None and member.owned:

@@ -151,7 +151,8 @@ def main() -> None:
         **options,
     )
     report(args.name, event="started")
-    while not stop.is_set():
+    parent = os.getppid()
+    while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         try:
             member.poll(0.05)
         except CoordinatorApiError as exc:

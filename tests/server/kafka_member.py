@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import faulthandler
 import json
+import os
 import signal
 import sys
 import threading
@@ -80,7 +81,8 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
     last_commit = 0.0
     commit_error: str | None = None
     counter = 0
-    while not stop.is_set():
+    parent = os.getppid()
+    while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         # The embedded coordinator keeps no log: fetches fail while membership goes on. A short
         # poll timeout (50 ms) makes kafka-python 3.0.12 now and then drop its own SyncGroup answer.
         with contextlib.suppress(KafkaError):
@@ -142,7 +144,8 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
         change(args.name, "lost", [p.partition for p in partitions])
 
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
-    while not stop.is_set():
+    parent = os.getppid()
+    while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         consumer.poll(0.05)  # errors about the missing log arrive as messages; ignore them
     consumer.close()
 
