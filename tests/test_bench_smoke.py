@@ -50,7 +50,7 @@ def test_quick_benchmark_reports_both_servers(tmp_path: Path) -> None:
     _, size, ours, mock, ratio = joins[0]
     assert size == "3 members"
     assert ours.endswith(" ms") and mock.endswith(" ms"), joins[0]
-    assert ratio.endswith("faster)") or ratio.endswith("slower)"), joins[0]
+    assert ratio.endswith("better)") or ratio.endswith("worse)"), joins[0]
     heartbeats = _table_rows(done.stdout, "heartbeats/s")
     assert heartbeats, done.stdout
     for _, _, ours, mock, _ in heartbeats:

@@ -143,6 +143,9 @@ class _Group:
     protocol_name: str | None = None
     leader_id: str | None = None
     members: dict[str, _Member] = field(default_factory=dict)
+    # How many members support each protocol, kept as members come and go so that checking a
+    # join costs O(protocols), not O(members).
+    protocol_counts: Counter[str] = field(default_factory=Counter)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_members: dict[str, int] = field(default_factory=dict)  # member id -> deadline
     pending_sync: set[str] = field(default_factory=set)
@@ -156,10 +159,25 @@ class _Group:
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
+    def add(self, member: _Member) -> None:
+        self.members[member.member_id] = member
+        self.protocol_counts.update({name for name, _ in member.protocols})
+
+    def remove(self, member_id: str) -> _Member:
+        member = self.members.pop(member_id)
+        self.protocol_counts.subtract({name for name, _ in member.protocols})
+        self.protocol_counts += Counter()  # drops the protocols nobody supports any more
+        return member
+
+    def set_protocols(self, member: _Member, protocols: tuple[tuple[str, bytes], ...]) -> None:
+        self.protocol_counts.subtract({name for name, _ in member.protocols})
+        self.protocol_counts.update({name for name, _ in protocols})
+        self.protocol_counts += Counter()
+        member.protocols = protocols
+
     def candidate_protocols(self) -> set[str]:
         """Protocols every member supports."""
-        counts = Counter(name for m in self.members.values() for name in {n for n, _ in m.protocols})
-        return {name for name, n in counts.items() if n == len(self.members)}
+        return {name for name, n in self.protocol_counts.items() if n == len(self.members)}
 
     def supports(self, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]) -> bool:
         if not protocol_type or not protocols:
@@ -457,7 +475,7 @@ class GroupCoordinator:
             return
         unchanged = member.protocols == req.protocols
         if group.state is GroupState.PREPARING_REBALANCE:
-            self._update_member(member, ref, req, now_ms, fx)
+            self._update_member(group, member, ref, req, now_ms, fx)
             self._try_complete_join(group, now_ms, fx)
         elif group.state is GroupState.COMPLETING_REBALANCE and unchanged:
             # A resent JoinGroup (its answer was lost): answer it again.
@@ -466,12 +484,12 @@ class GroupCoordinator:
             # A follower with nothing new: it keeps the current generation.
             fx.replies.append((ref, self._join_result(group, member, with_members=False)))
         else:
-            self._update_member(member, ref, req, now_ms, fx)
+            self._update_member(group, member, ref, req, now_ms, fx)
             why = "leader rejoined" if member.member_id == group.leader_id else "metadata changed"
             self._prepare_rebalance(group, now_ms, fx, f"{member.member_id}: {why}")
 
     def _update_member(
-        self, member: _Member, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
+        self, group: _Group, member: _Member, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
     ) -> None:
         if member.awaiting_join is not None and member.awaiting_join != ref:
             # A newer JoinGroup from the same member supersedes the parked one.
@@ -481,7 +499,7 @@ class GroupCoordinator:
                     JoinGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id),
                 )
             )
-        member.protocols = req.protocols
+        group.set_protocols(member, req.protocols)
         member.session_timeout_ms = req.session_timeout_ms
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.client_id = req.client_id
@@ -490,7 +508,7 @@ class GroupCoordinator:
         self._touch(member, now_ms)
 
     def _add_member_record(self, group: _Group, member: _Member, now_ms: int) -> None:
-        group.members[member.member_id] = member
+        group.add(member)
         if member.group_instance_id is not None:
             group.static_members[member.group_instance_id] = member.member_id
         if group.leader_id is None or group.leader_id not in group.members:
@@ -538,7 +556,7 @@ class GroupCoordinator:
         now_ms: int,
         fx: Effects,
     ) -> None:
-        old = group.members.pop(old_id)
+        old = group.remove(old_id)
         if old.awaiting_join is not None:
             fx.replies.append(
                 (
@@ -852,7 +870,7 @@ class GroupCoordinator:
             )
         if member.awaiting_sync is not None:
             fx.replies.append((member.awaiting_sync, SyncGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID)))
-        del group.members[member.member_id]
+        group.remove(member.member_id)
         instance = member.group_instance_id
         if instance is not None and group.static_members.get(instance) == member.member_id:
             del group.static_members[instance]
