@@ -108,12 +108,23 @@ class _Member:
     client_host: str
     session_timeout_ms: int
     rebalance_timeout_ms: int
-    protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes = b""
     awaiting_join: RequestRef | None = None
     awaiting_sync: RequestRef | None = None
     session_deadline: int = 0
+
+    @classmethod
+    def joining(cls, member_id: str, req: JoinGroup) -> _Member:
+        return cls(
+            member_id=member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            session_timeout_ms=req.session_timeout_ms,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            protocols=req.protocols,
+        )
 
     def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
@@ -268,7 +279,6 @@ class GroupCoordinator:
                     client_host=ms.client_host,
                     session_timeout_ms=ms.session_timeout_ms,
                     rebalance_timeout_ms=ms.rebalance_timeout_ms,
-                    protocol_type=snap.protocol_type or "",
                     protocols=ms.protocols,
                     assignment=ms.assignment,
                 )
@@ -527,17 +537,8 @@ class GroupCoordinator:
     ) -> None:
         if not group.members:
             group.protocol_type = req.protocol_type
-        member = _Member(
-            member_id=member_id,
-            group_instance_id=req.group_instance_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            session_timeout_ms=req.session_timeout_ms,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            protocol_type=req.protocol_type,
-            protocols=req.protocols,
-            awaiting_join=ref,
-        )
+        member = _Member.joining(member_id, req)
+        member.awaiting_join = ref
         self._add_member_record(group, member, now_ms)
         group.new_member_added = True
         self._event(fx, "joined", group, member_id, req.group_instance_id, req.reason or "")
@@ -567,17 +568,8 @@ class GroupCoordinator:
         if old.awaiting_sync is not None:
             fx.replies.append((old.awaiting_sync, SyncGroupResult(error=ErrorCode.FENCED_INSTANCE_ID)))
         previous_leader = group.leader_id
-        member = _Member(
-            member_id=new_id,
-            group_instance_id=req.group_instance_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            session_timeout_ms=req.session_timeout_ms,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            protocol_type=req.protocol_type,
-            protocols=req.protocols,
-            assignment=old.assignment,
-        )
+        member = _Member.joining(new_id, req)
+        member.assignment = old.assignment
         self._add_member_record(group, member, now_ms)
         if previous_leader == old_id:
             group.leader_id = new_id
