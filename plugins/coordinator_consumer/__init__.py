@@ -7,7 +7,10 @@ third-party plugin. It provides:
   through kafka-python's message classes, so this plugin's members can share a group with
   kafka-python, librdkafka and Java consumers;
 * assignors, pure functions over :mod:`coordinator_consumer._model`: ``range`` and
-  ``roundrobin`` (as Kafka's), generation-aware ownership (KIP-792);
+  ``roundrobin`` (as Kafka's), ``sticky`` and ``cooperative-sticky`` (balanced, then sticky;
+  cooperative holds back a partition until its previous owner has revoked it), ``uniform``
+  (KIP-848's server-side assignor), each optionally rack-aware; generation-aware ownership
+  (KIP-792): stale and duplicate claims are not trusted;
 * payload decoders, so ``coordinator-api groups GROUP`` shows a consumer group's subscriptions
   and assignments in words.
 """
@@ -27,11 +30,16 @@ from coordinator_consumer._protocol import (
 )
 from coordinator_consumer._range import assign_range
 from coordinator_consumer._roundrobin import assign_roundrobin
+from coordinator_consumer._sticky import assign_cooperative_sticky, assign_sticky
+from coordinator_consumer._uniform import assign_uniform
 
 PROTOCOL_TYPE = "consumer"
 ASSIGNORS: dict[str, Assignor] = {
     "range": assign_range,
     "roundrobin": assign_roundrobin,
+    "sticky": assign_sticky,
+    "cooperative-sticky": assign_cooperative_sticky,
+    "uniform": assign_uniform,
 }
 
 
@@ -56,8 +64,11 @@ __all__ = [
     "ConsumerProtocolError",
     "Subscription",
     "TopicPartition",
+    "assign_cooperative_sticky",
     "assign_range",
     "assign_roundrobin",
+    "assign_sticky",
+    "assign_uniform",
     "decode_assignment",
     "decode_subscription",
     "encode_assignment",

@@ -16,8 +16,8 @@ def test_the_consumer_plugin_is_discovered_through_its_entry_point() -> None:
     pm = get_plugin_manager()
     assert "consumer" in {name for name, _ in pm.list_name_plugin()}
     registry = PluginRegistry.load(pm)
-    assert registry.assignors.get("consumer", "range") is not None
-    assert registry.assignors.get("consumer", "roundrobin") is not None
+    for name in ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform"):
+        assert registry.assignors.get("consumer", name) is not None
     decoders = registry.payload_decoders
     data = encode_assignment([TopicPartition("events", 3), TopicPartition("events", 1)])
     assert decoders.describe_assignment("consumer", "range", data) == "events 1, 3"
