@@ -124,25 +124,41 @@ def owned_partitions(subscriptions: Sequence[Subscription]) -> dict[str, frozens
     >>> owned_partitions(members)
     {'a': frozenset()}
     """
-    by_member = subscriptions_by_member(subscriptions)
+    subscriptions_by_member(subscriptions)  # rejects duplicate member ids
+    # The common case, where no partition is claimed twice, costs one hash per claim.
+    claims = [frozenset(s.owned) for s in subscriptions]
+    claimed: set[TopicPartition] = set()
+    claimed.update(*claims)  # merges the frozensets' stored hashes: no __hash__ calls
+    if len(claimed) != sum(map(len, claims)):
+        claims = _settle_conflicts(subscriptions, claims)
+    trusted: dict[str, frozenset[TopicPartition]] = {}
+    for subscription, claim in zip(subscriptions, claims, strict=True):
+        topics = subscription.topics
+        if claim and not {tp.topic for tp in claim} <= topics:
+            trusted[subscription.member_id] = frozenset(tp for tp in claim if tp.topic in topics)
+        else:
+            trusted[subscription.member_id] = claim
+    return trusted
 
-    # partition -> (highest generation claiming it, the members claiming it in that generation)
-    best: dict[TopicPartition, tuple[int, list[str]]] = {}
-    for member_id, subscription in by_member.items():
-        for partition in set(subscription.owned):
-            current = best.get(partition)
-            if current is None or subscription.generation > current[0]:
-                best[partition] = (subscription.generation, [member_id])
-            elif subscription.generation == current[0]:
-                current[1].append(member_id)
 
-    trusted: dict[str, set[TopicPartition]] = {member_id: set() for member_id in by_member}
-    for partition, (_generation, claimants) in best.items():
-        if len(claimants) == 1:
-            (owner,) = claimants
-            if partition.topic in by_member[owner].topics:
-                trusted[owner].add(partition)
-    return {member_id: frozenset(partitions) for member_id, partitions in trusted.items()}
+def _settle_conflicts(
+    subscriptions: Sequence[Subscription], claims: list[frozenset[TopicPartition]]
+) -> list[frozenset[TopicPartition]]:
+    """Each member's claims that survive the highest-generation rule (index-aligned with claims)."""
+    best: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (generation, claimant or -1)
+    for index, (subscription, mine) in enumerate(zip(subscriptions, claims, strict=True)):
+        generation = subscription.generation
+        for tp in mine:
+            current = best.get(tp)
+            if current is None or generation > current[0]:
+                best[tp] = (generation, index)
+            elif generation == current[0]:
+                best[tp] = (generation, -1)
+    settled: list[set[TopicPartition]] = [set() for _ in claims]
+    for tp, (_, index) in best.items():
+        if index >= 0:
+            settled[index].add(tp)
+    return [frozenset(s) for s in settled]
 
 
 def validate_assignment(

@@ -9,8 +9,8 @@ O(P * M) balance check, which takes seconds for a thousand members; this one wor
 
 How an assignment is built (the module's private engine, shared with ``_uniform.py``):
 
-1. **Trust.** :func:`_trusted_owned` keeps, for each partition, only the claim made in the
-   highest generation; two claims in that generation cancel out; claims on topics the claimant
+1. **Trust.** :func:`~coordinator_consumer._ownership.owned_partitions` keeps, for each
+   partition, only the claim made in the highest generation; two claims in that generation cancel out; claims on topics the claimant
    no longer subscribes to are then dropped.
 2. **Classes.** Members with the same effective subscription (subscribed topics that have
    partitions) form a class; with identical subscriptions there is one class.
@@ -43,6 +43,7 @@ from operator import attrgetter
 from typing import cast
 
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
+from coordinator_consumer._ownership import owned_partitions
 
 __all__ = ["assign_cooperative_sticky", "assign_sticky"]
 
@@ -59,7 +60,8 @@ def assign_sticky(
       partition can be passed, even along a chain of members, from a member to one with two or
       more fewer partitions.
     * **Sticky.** Each member keeps as many of its trusted owned partitions (see
-      :func:`_trusted_owned`) as the balance allows; with identical subscriptions exactly
+      :func:`~coordinator_consumer._ownership.owned_partitions`) as the balance allows; with
+      identical subscriptions exactly
       ``sum(max(0, owned - quota))`` partitions change hands, the minimum.
     * **Deterministic.** The result depends on the members' ids, subscriptions, claims, racks and
       the cluster, never on the order of ``subscriptions`` or of a member's ``owned``.
@@ -138,50 +140,6 @@ def assign_cooperative_sticky(
     return _balanced_sticky(subscriptions, cluster, rack_aware=rack_aware, spread=True, cooperative=True)
 
 
-def _trusted_owned(subscriptions: Sequence[Subscription]) -> dict[str, frozenset[TopicPartition]]:
-    """The owned partitions the assignor may trust (KIP-792), member id -> partitions.
-
-    For each partition the claim made in the highest generation wins; if two members claim it in
-    that generation both claims are dropped; then claims on topics the claimant no longer
-    subscribes to are dropped. Every member is a key. Claims are not checked against the cluster.
-
-    The common case, where no partition is claimed twice, costs one hash per claim.
-    """
-    claims = [frozenset(s.owned) for s in subscriptions]
-    claimed: set[TopicPartition] = set()
-    claimed.update(*claims)  # merges the frozensets' stored hashes: no __hash__ calls
-    if len(claimed) != sum(map(len, claims)):
-        claims = _settle_conflicts(subscriptions, claims)
-    trusted: dict[str, frozenset[TopicPartition]] = {}
-    for subscription, claim in zip(subscriptions, claims, strict=True):
-        topics = subscription.topics
-        if claim and not {tp.topic for tp in claim} <= topics:
-            trusted[subscription.member_id] = frozenset(tp for tp in claim if tp.topic in topics)
-        else:
-            trusted[subscription.member_id] = claim
-    return trusted
-
-
-def _settle_conflicts(
-    subscriptions: Sequence[Subscription], claims: list[frozenset[TopicPartition]]
-) -> list[frozenset[TopicPartition]]:
-    """Each member's claims that survive the highest-generation rule (index-aligned with claims)."""
-    best: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (generation, claimant or -1)
-    for index, (subscription, mine) in enumerate(zip(subscriptions, claims, strict=True)):
-        generation = subscription.generation
-        for tp in mine:
-            current = best.get(tp)
-            if current is None or generation > current[0]:
-                best[tp] = (generation, index)
-            elif generation == current[0]:
-                best[tp] = (generation, -1)
-    settled: list[set[TopicPartition]] = [set() for _ in claims]
-    for tp, (_, index) in best.items():
-        if index >= 0:
-            settled[index].add(tp)
-    return [frozenset(s) for s in settled]
-
-
 # --------------------------------------------------------------------------------------------
 # The engine. Partitions are numbered 0..P-1 (topics in name order, then partition number) and
 # members 0..M-1 (member-id order); all the work is on these integers and on counts.
@@ -255,7 +213,7 @@ def _balanced_sticky(
             topic_classes[t].append(c)
 
     # Trusted ownership as partition numbers; tp_at keeps the caller's objects for the output.
-    trusted = _trusted_owned(members)
+    trusted = owned_partitions(members)
     tp_at: list[TopicPartition | None] = [None] * total
     owner = [-1] * total
     owned: list[list[int]] = []

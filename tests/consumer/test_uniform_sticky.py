@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from coordinator_consumer import _sticky, _uniform
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
-from coordinator_consumer._sticky import _trusted_owned, assign_cooperative_sticky, assign_sticky
+from coordinator_consumer._ownership import owned_partitions
+from coordinator_consumer._sticky import assign_cooperative_sticky, assign_sticky
 from coordinator_consumer._uniform import assign_uniform
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -409,23 +410,23 @@ def test_two_subscriptions_for_one_member_are_refused(assign: AssignFn) -> None:
 def test_trusted_owned_follows_kip_792(data: st.DataObject) -> None:
     subscriptions, cluster = data.draw(groups(identical=data.draw(st.booleans())))
     subscriptions = data.draw(claims(subscriptions, cluster))
-    assert _trusted_owned(subscriptions) == trusted_oracle(subscriptions)
+    assert owned_partitions(subscriptions) == trusted_oracle(subscriptions)
 
 
 def test_trusted_owned_rules() -> None:
     p0, p1 = tps("t0-0", "t0-1")
-    assert _trusted_owned(
+    assert owned_partitions(
         [sub("zombie", "t0", owned=(p0, p1), generation=3), sub("a", "t0", owned=(p0,), generation=5)]
     ) == {"zombie": frozenset({p1}), "a": frozenset({p0})}
-    assert _trusted_owned(
+    assert owned_partitions(
         [sub("a", "t0", owned=(p0,), generation=5), sub("b", "t0", owned=(p0, p1), generation=5)]
     ) == {"a": frozenset(), "b": frozenset({p1})}
     # The newer claim wins first, then is dropped because its member unsubscribed: nobody is trusted.
-    assert _trusted_owned(
+    assert owned_partitions(
         [sub("a", "t1", owned=(p0,), generation=5), sub("b", "t0", owned=(p0,), generation=4)]
     ) == {"a": frozenset(), "b": frozenset()}
     # A v0/v1 member (generation -1) loses to any real generation; a duplicate is one claim.
-    assert _trusted_owned(
+    assert owned_partitions(
         [sub("old", "t0", owned=(p0,)), sub("new", "t0", owned=(p0, p0), generation=0)]
     ) == {"old": frozenset(), "new": frozenset({p0})}
 
