@@ -10,8 +10,8 @@ O(P * M) balance check, which takes seconds for a thousand members; this one wor
 How an assignment is built (the module's private engine, shared with ``_uniform.py``):
 
 1. **Trust.** :func:`~coordinator_consumer._ownership.owned_partitions` keeps, for each
-   partition, only the claim made in the highest generation; two claims in that generation cancel out; claims on topics the claimant
-   no longer subscribes to are then dropped.
+   partition, only the claim made in the highest generation; two claims in that generation
+   cancel out; claims on topics the claimant no longer subscribes to are then dropped.
 2. **Classes.** Members with the same effective subscription (subscribed topics that have
    partitions) form a class; with identical subscriptions there is one class.
 3. **Counts per class** (only with two or more classes). Each class first holds the partitions its
