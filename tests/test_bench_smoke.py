@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,11 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("confluent_kafka") is None or importlib.util.find_spec("psutil") is None,
-    reason="needs confluent-kafka (its wheel carries the librdkafka mock) and psutil",
-)
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "bench" / "bench_coordinator.py"
