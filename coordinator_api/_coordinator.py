@@ -307,6 +307,16 @@ class Coordinator(abc.ABC):
     ) -> None:
         self.close()
 
+    def send_request(self, request: Any, *, to_coordinator: bool = False) -> Any:
+        """Send a Kafka request (a kafka-python message object; the connection negotiates its
+        version) and return the decoded answer, for protocols that need more than group
+        membership: Metadata for an assignor, OffsetCommit with this member's generation.
+
+        :param to_coordinator: send to the group's coordinator rather than any broker.
+        :raises ConnectionError: no broker, or no coordinator yet, is reachable.
+        """
+        return self._start().call(request, to_coordinator=to_coordinator)
+
     # --- internals ---------------------------------------------------------------------------------
 
     def _start(self) -> MemberDriver:

@@ -270,6 +270,24 @@ class MemberDriver:
     def _to_coordinator(self, request: Any, timeout_ms: int) -> Any:
         return lambda: self._to_coordinator_send(request, timeout_ms)
 
+    # --- requests the application makes on its own thread -----------------------------------------
+
+    def call(self, request: Any, *, to_coordinator: bool) -> Any:
+        """Send one request and wait for its answer (application thread; a protocol plugin's
+        own requests, e.g. Metadata for its assignor or OffsetCommit)."""
+
+        async def send() -> Any:
+            if not self._manager.bootstrapped:
+                await self._manager.bootstrap_async(timeout_ms=self._request_timeout_ms)
+            node = self._coordinator_node if to_coordinator else self._manager.least_loaded_node()
+            if node is None:
+                raise ConnectionError("no broker (or coordinator) is known yet")
+            return await self._manager.send(
+                request, node_id=node, request_timeout_ms=self._request_timeout_ms
+            )
+
+        return self._manager.run(send)
+
     # --- shutdown -------------------------------------------------------------------------------
 
     def wait_for_leave(self, timeout_s: float) -> None:

@@ -12,13 +12,16 @@ third-party plugin. It provides:
   (KIP-848's server-side assignor), each optionally rack-aware; generation-aware ownership
   (KIP-792): stale and duplicate claims are not trusted;
 * payload decoders, so ``coordinator-api groups GROUP`` shows a consumer group's subscriptions
-  and assignments in words.
+  and assignments in words;
+* :class:`ConsumerGroupMember`, a consumer-group member on the Coordinator API (eager or
+  cooperative rebalancing, partition callbacks, generation-fenced commits).
 """
 
 from __future__ import annotations
 
 from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
 from coordinator_consumer._describe import describe_assignment, describe_subscription
+from coordinator_consumer._member import CommitFailedError, ConsumerGroupMember
 from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
 from coordinator_consumer._protocol import (
@@ -59,6 +62,8 @@ __all__ = [
     "PROTOCOL_TYPE",
     "Assignment",
     "AssignmentError",
+    "CommitFailedError",
+    "ConsumerGroupMember",
     "Assignor",
     "Cluster",
     "ConsumerProtocolError",
