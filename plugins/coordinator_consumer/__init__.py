@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
 from coordinator_consumer._describe import describe_assignment, describe_subscription
+from coordinator_consumer._kafka_consumer import AssignedConsumer
 from coordinator_consumer._member import CommitFailedError, ConsumerGroupMember
 from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
@@ -60,6 +61,7 @@ def coordinator_api_register_payload_decoders(registry: PayloadDecoderRegistry) 
 __all__ = [
     "ASSIGNORS",
     "PROTOCOL_TYPE",
+    "AssignedConsumer",
     "Assignment",
     "AssignmentError",
     "CommitFailedError",
