@@ -162,6 +162,12 @@ def main() -> None:
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--commit-every-ms", type=int, default=0)
     args = parser.parse_args()
+    if os.environ.get("KAFKA_MEMBER_DEBUG"):
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(threadName)s %(name)s %(message)s")
+        logging.getLogger("kafka.protocol").setLevel(logging.INFO)
+        logging.getLogger("kafka.net").setLevel(logging.INFO)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
