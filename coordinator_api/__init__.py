@@ -5,7 +5,7 @@ protocol; run :class:`EmbeddedCoordinator` to coordinate groups on one machine w
 """
 
 from coordinator_api._aio import AsyncCoordinator
-from coordinator_api._coordinator import Coordinator, GroupTimeoutError
+from coordinator_api._coordinator import Coordinator
 from coordinator_api._errors import (
     CallbackError,
     ConfigurationError,
@@ -15,6 +15,7 @@ from coordinator_api._errors import (
     FencedInstanceError,
     GroupError,
     GroupJoinError,
+    GroupTimeoutError,
     InvalidAssignmentError,
     InvalidMetadataError,
     PayloadError,

@@ -18,6 +18,7 @@ from coordinator_api._errors import (
     FencedInstanceError,
     GroupError,
     GroupJoinError,
+    GroupTimeoutError,
     InvalidAssignmentError,
     InvalidMetadataError,
 )
@@ -31,10 +32,6 @@ log = logging.getLogger("coordinator_api.membership")
 
 # Connection settings passed through to kafka-python's connection layer (security included).
 CONNECTION_OPTIONS = frozenset(KafkaConnectionManager.DEFAULT_CONFIG) - {"bootstrap_servers", "client_id"}
-
-
-class GroupTimeoutError(GroupError, TimeoutError):
-    """``ensure_active_group`` did not reach a stable generation in time."""
 
 
 class Coordinator(abc.ABC):

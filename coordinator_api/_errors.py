@@ -75,6 +75,10 @@ class GroupJoinError(GroupError):
         self.error_name = error_name
 
 
+class GroupTimeoutError(GroupError, TimeoutError):
+    """``ensure_active_group`` did not reach a stable generation in time."""
+
+
 class CoordinatorClosedError(GroupError):
     """The coordinator object was used after ``close()``."""
 

@@ -9,6 +9,7 @@ remembers which plugin registered what, so a duplicate names both plugins and
 
 from __future__ import annotations
 
+import abc
 import argparse
 import re
 from collections.abc import Callable, Hashable, Iterator
@@ -60,7 +61,7 @@ class Registration(Generic[K, V]):
     plugin: str
 
 
-class _RegistryBase:
+class _RegistryBase(abc.ABC):
     """Remembers which plugin is registering, so every registration can be attributed."""
 
     what: ClassVar[str]
@@ -78,9 +79,9 @@ class _RegistryBase:
         finally:
             self._plugin = previous
 
+    @abc.abstractmethod
     def summary(self) -> list[tuple[str, str]]:
         """(plugin, what it registered in words) pairs, in registration order."""
-        raise NotImplementedError
 
 
 class _Registry(_RegistryBase, Generic[K, V]):

@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
-from coordinator_api._coordinator import Coordinator, GroupTimeoutError
+from coordinator_api._coordinator import Coordinator
+from coordinator_api._errors import GroupTimeoutError
 from coordinator_api.server import CoordinatorConfig
 
 C = TypeVar("C", bound=Coordinator)
