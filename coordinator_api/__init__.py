@@ -8,6 +8,7 @@ from coordinator_api._aio import AsyncCoordinator
 from coordinator_api._coordinator import Coordinator
 from coordinator_api._errors import (
     CallbackError,
+    CommitFailedError,
     ConfigurationError,
     CoordinatorApiError,
     CoordinatorClosedError,
@@ -43,6 +44,7 @@ __all__ = [
     "AssignorRegistry",
     "AsyncCoordinator",
     "CallbackError",
+    "CommitFailedError",
     "ConfigurationError",
     "Coordinator",
     "CommandRegistry",

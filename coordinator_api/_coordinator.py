@@ -5,14 +5,18 @@ from __future__ import annotations
 import abc
 import logging
 import time
+from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+import kafka.errors
 import pluggy
 from kafka.net.manager import KafkaConnectionManager
+from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetFetchRequest
 
 from coordinator_api._errors import (
     CallbackError,
+    CommitFailedError,
     ConfigurationError,
     CoordinatorClosedError,
     FencedInstanceError,
@@ -148,6 +152,7 @@ class Coordinator(abc.ABC):
         self._closed = False
         self._hooks = PluginHooks(plugin_manager) if plugin_manager is not None else None
         self._round_started: float | None = None
+        self._woken = False
 
     # --- what subclasses implement ---------------------------------------------------------------
 
@@ -250,10 +255,21 @@ class Coordinator(abc.ABC):
                 return
             with driver.lock:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self._woken:
+                    self._woken = False
                     return
                 if not driver.app_actions:
                     driver.lock.wait(remaining)
+
+    def wakeup(self) -> None:
+        """Make a :meth:`poll` blocked in another thread return now (or the next one return at
+        once), e.g. to close the member from another thread without waiting for the poll."""
+        driver = self._driver
+        if driver is None:
+            return
+        with driver.lock:
+            self._woken = True
+            driver.lock.notify_all()
 
     def request_rejoin(self, reason: str) -> None:
         """Rejoin on the next poll: the member releases its assignment (:meth:`on_join_prepare`),
@@ -313,6 +329,125 @@ class Coordinator(abc.ABC):
         :raises ConnectionError: no broker, or no coordinator yet, is reachable.
         """
         return self._start().call(request, to_coordinator=to_coordinator)
+
+    def commit_offsets(self, offsets: Mapping[tuple[str, int], int | tuple[int, str]]) -> None:
+        """Commit offsets (with optional metadata strings) for this group, fenced by this
+        member's generation: the coordinator refuses the commit of a member whose generation is
+        no longer current, so a zombie's progress never overwrites its successor's.
+
+        :param offsets: (topic, partition) -> offset, or -> (offset, metadata).
+        :raises CommitFailedError: the coordinator refused some partitions (error names in
+            ``errors``); stop acting on them and poll to rejoin.
+        """
+        generation = self.generation()
+        entry = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), value in sorted(offsets.items()):
+            offset, metadata = value if isinstance(value, tuple) else (value, "")
+            if not isinstance(offset, int) or offset < 0 or not isinstance(metadata, str):
+                raise ConfigurationError(
+                    f"group {self._group_id!r}: offset for {topic}-{partition} must be a non-negative "
+                    f"int (optionally with a metadata string), got {value!r}"
+                )
+            by_topic.setdefault(topic, []).append(
+                entry(
+                    partition_index=partition,
+                    committed_offset=offset,
+                    committed_leader_epoch=-1,
+                    committed_metadata=metadata,
+                )
+            )
+        request = OffsetCommitRequest(
+            group_id=self._group_id,
+            generation_id_or_member_epoch=generation.generation_id,
+            member_id=generation.member_id,
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
+                for t, p in by_topic.items()
+            ],
+        )
+        response = self.send_request(request, to_coordinator=True)
+        refused = tuple(
+            sorted(
+                (t.name, p.partition_index, kafka.errors.for_code(p.error_code).message)
+                for t in response.topics
+                for p in t.partitions
+                if p.error_code
+            )
+        )
+        if refused:
+            raise CommitFailedError(
+                f"offset commit refused for generation {generation.generation_id}: "
+                + ", ".join(f"{t}-{p}: {e}" for t, p, e in refused)
+                + "; stop acting on those partitions and poll to rejoin",
+                group_id=self._group_id,
+                member_id=generation.member_id,
+                errors=refused,
+            )
+
+    def committed_offsets(
+        self, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], tuple[int, str]]:
+        """The group's committed offsets: (topic, partition) -> (offset, metadata), for the given
+        partitions or (None) for every partition the group has committed. Partitions without a
+        committed offset are left out.
+
+        :raises GroupError: the coordinator answered with an error for the group.
+        """
+        wanted = None if partitions is None else sorted(set(partitions))
+        topics: dict[str, list[int]] | None = None
+        if wanted is not None:
+            topics = {}
+            for topic, partition in wanted:
+                topics.setdefault(topic, []).append(partition)
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        request = OffsetFetchRequest(
+            group_id=self._group_id,
+            topics=None
+            if topics is None
+            else [
+                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p)
+                for t, p in topics.items()
+            ],
+            groups=[
+                group(
+                    group_id=self._group_id,
+                    topics=None
+                    if topics is None
+                    else [
+                        group.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in topics.items()
+                    ],
+                )
+            ],
+            require_stable=False,
+            min_version=0 if topics is not None else 2,
+            max_version=8,
+        )
+        response = self.send_request(request, to_coordinator=True)
+        if response.API_VERSION >= 8:
+            error_code, answered = response.groups[0].error_code, response.groups[0].topics
+        else:
+            error_code = response.error_code if response.API_VERSION >= 2 else 0
+            answered = response.topics
+        errors = [(error_code, "")] + [
+            (p.error_code, f"{t.name}-{p.partition_index}") for t in answered for p in t.partitions
+        ]
+        for code, where in errors:
+            if code:
+                raise GroupError(
+                    f"offset fetch{' for ' + where if where else ''} failed: "
+                    f"{kafka.errors.for_code(code).message}; retry later",
+                    group_id=self._group_id,
+                    member_id=self.member_id,
+                )
+        return {
+            (t.name, p.partition_index): (p.committed_offset, p.metadata or "")
+            for t in answered
+            for p in t.partitions
+            if p.committed_offset >= 0
+        }
 
     # --- internals ---------------------------------------------------------------------------------
 

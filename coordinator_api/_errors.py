@@ -79,6 +79,21 @@ class GroupTimeoutError(GroupError, TimeoutError):
     """``ensure_active_group`` did not reach a stable generation in time."""
 
 
+class CommitFailedError(GroupError):
+    """The coordinator refused an offset commit: the member's generation is stale, the member is
+    unknown, or a rebalance is in progress. Stop acting on what the commit covered and poll to
+    rejoin.
+
+    :ivar errors: (topic, partition, Kafka error name) for each refused partition.
+    """
+
+    def __init__(
+        self, message: str, *, group_id: str, member_id: str, errors: tuple[tuple[str, int, str], ...] = ()
+    ) -> None:
+        super().__init__(message, group_id=group_id, member_id=member_id)
+        self.errors = errors
+
+
 class CoordinatorClosedError(GroupError):
     """The coordinator object was used after ``close()``."""
 

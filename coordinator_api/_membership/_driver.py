@@ -279,6 +279,10 @@ class MemberDriver:
         async def send() -> Any:
             if not self._manager.bootstrapped:
                 await self._manager.bootstrap_async(timeout_ms=self._request_timeout_ms)
+            if to_coordinator and self._coordinator_node is None:
+                # A member that has not joined yet (e.g. reading committed offsets first) looks
+                # the coordinator up itself rather than asking any broker.
+                await self._find_coordinator()
             node = self._coordinator_node if to_coordinator else self._manager.least_loaded_node()
             if node is None:
                 raise ConnectionError("no broker (or coordinator) is known yet")

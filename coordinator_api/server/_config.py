@@ -31,6 +31,12 @@ class CoordinatorConfig:
         connection.
     :param connections_max_idle_ms: ``connections.max.idle.ms``: a connection silent this
         long, including one stalled inside a request, is closed.
+    :param heartbeat_hold_ms: how long a Heartbeat of a member of a Stable group may be held
+        before it is answered, so that a rebalance reaches the member at once (answered
+        REBALANCE_IN_PROGRESS the moment it starts) instead of at its next heartbeat; never more
+        than a quarter of the member's session, and released as soon as the client sends another
+        request on the connection. No Kafka counterpart (KIP-848's heartbeats serve the same
+        end); 0 answers every heartbeat at once, as Kafka's classic coordinator does.
     :param node_id: the broker id this coordinator reports for itself.
     :param cluster_id: the cluster id reported in Metadata.
     """
@@ -45,6 +51,7 @@ class CoordinatorConfig:
     auto_create_topics: bool = False
     max_request_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
+    heartbeat_hold_ms: int = 5000
     node_id: int = 0
     cluster_id: str = "coordinator-api"
 

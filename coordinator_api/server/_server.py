@@ -290,6 +290,11 @@ class CoordinatorServer:
             cluster_id=self.config.cluster_id,
         )
 
+    def release(self, ref: int) -> None:
+        """The client of a request held in the state machine sent another one."""
+        if ref in self._inflight:
+            self._apply(self.state.release(ref, self._now_ms()))
+
     def connection_closed(self, conn: _Connection) -> None:
         self._connections.discard(conn)
         ref = conn.busy_ref
@@ -349,6 +354,9 @@ class _Connection(asyncio.Protocol):
                 break
             self._queue.append(bytes(self._buffer[4 : 4 + size]))
             del self._buffer[: 4 + size]
+        if self._queue and self.busy_ref is not None:
+            # A held heartbeat must not delay what the client sends next.
+            self._server.release(self.busy_ref)
         self._process()
         # Like a Kafka broker, read no further while a request waits: pipelined requests stay in
         # the socket, so a connection holds at most one request beyond the one being served.

@@ -25,6 +25,13 @@ States and transitions::
 * Sessions: any request from a member restarts its session; a member waiting for a JoinGroup
   or SyncGroup answer is alive by that request. After a join completes, every member must send
   SyncGroup within the rebalance timeout or it is removed.
+* Held heartbeats (not in Kafka's classic coordinator; KIP-848 moved the same idea into its
+  heartbeats): a Heartbeat that would be answered NONE in a Stable group is held for up to
+  ``heartbeat_hold_ms`` (at most a quarter of the member's session), and answered
+  REBALANCE_IN_PROGRESS the moment a rebalance starts, so members learn of a change without
+  waiting for their next heartbeat. The shell releases a held heartbeat (answered NONE) as soon
+  as another request arrives on its connection, so nothing queues behind it. A member with a
+  held heartbeat is alive by it, as by a parked JoinGroup.
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
   accepted while the group is Empty (a group that only stores offsets).
@@ -112,6 +119,8 @@ class _Member:
     assignment: bytes = b""
     awaiting_join: RequestRef | None = None
     awaiting_sync: RequestRef | None = None
+    held_heartbeat: RequestRef | None = None
+    held_until: int = 0
     session_deadline: int = 0
 
     @classmethod
@@ -248,6 +257,9 @@ class GroupCoordinator:
         # when popped, so resetting a session costs no heap work.
         self._timers: list[tuple[int, int, str, str, str]] = []
         self._timer_seq = 0
+        # Held heartbeats by request: (group id, member id); entries of heartbeats answered
+        # otherwise are stale and checked against the member when used.
+        self._held: dict[RequestRef, tuple[str, str]] = {}
 
     # --- restoring durable state ---------------------------------------------------------
 
@@ -316,7 +328,8 @@ class GroupCoordinator:
         elif isinstance(request, Heartbeat):
             beat = self._heartbeat(request, now_ms)
             self._note_rejection(fx, request.group_id, request.member_id, "Heartbeat", beat.error)
-            fx.replies.append((ref, beat))
+            if not (beat.error is ErrorCode.NONE and self._hold_heartbeat(ref, request, now_ms)):
+                fx.replies.append((ref, beat))
         elif isinstance(request, LeaveGroup):
             fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
         elif isinstance(request, OffsetCommit):
@@ -337,8 +350,20 @@ class GroupCoordinator:
             fx.replies.append((ref, self._create_topics(request, fx)))
         return fx
 
+    def release(self, ref: RequestRef, now_ms: int) -> Effects:
+        """Another request arrived on the connection of a held heartbeat: answer it now (NONE),
+        so the connection can move on."""
+        fx = Effects()
+        group_id, member_id = self._held.pop(ref, ("", ""))
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is not None and member.held_heartbeat == ref:
+            self._answer_held(member, ErrorCode.NONE, now_ms, fx)
+        return fx
+
     def abandon(self, ref: RequestRef, now_ms: int) -> Effects:
-        """The connection behind a parked JoinGroup or SyncGroup closed: forget the request.
+        """The connection behind a parked JoinGroup or SyncGroup (or held Heartbeat) closed:
+        forget the request.
 
         The member stays until its session (now counting again) or the rebalance times out,
         exactly as when a Kafka client dies mid-rebalance.
@@ -350,6 +375,10 @@ class GroupCoordinator:
                     self._touch(member, now_ms)
                 if member.awaiting_sync == ref:
                     member.awaiting_sync = None
+                    self._touch(member, now_ms)
+                if member.held_heartbeat == ref:
+                    self._held.pop(ref, None)
+                    member.held_heartbeat = None
                     self._touch(member, now_ms)
         return Effects()
 
@@ -373,6 +402,10 @@ class GroupCoordinator:
                     self._event(fx, "expired", group, member_id, detail="pending member never joined")
                     self._try_complete_join(group, now_ms, fx)
                     self._maybe_forget(group)
+            elif kind == "heartbeat":
+                member = group.members.get(member_id)
+                if member is not None and member.held_heartbeat is not None and member.held_until == deadline:
+                    self._answer_held(member, ErrorCode.NONE, now_ms, fx)
             elif kind == "join":
                 if group.join_deadline == deadline:
                     self._join_deadline_passed(group, now_ms, fx)
@@ -401,7 +434,11 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return
-        if member.awaiting_join is not None or member.awaiting_sync is not None:
+        if (
+            member.awaiting_join is not None
+            or member.awaiting_sync is not None
+            or member.held_heartbeat is not None
+        ):
             # Alive by its parked request; look again one session later.
             self._schedule(now_ms + member.session_timeout_ms, "session", group.group_id, member_id)
         elif member.session_deadline > now_ms:
@@ -567,6 +604,9 @@ class GroupCoordinator:
             )
         if old.awaiting_sync is not None:
             fx.replies.append((old.awaiting_sync, SyncGroupResult(error=ErrorCode.FENCED_INSTANCE_ID)))
+        if old.held_heartbeat is not None:
+            self._held.pop(old.held_heartbeat, None)
+            fx.replies.append((old.held_heartbeat, HeartbeatResult(error=ErrorCode.FENCED_INSTANCE_ID)))
         previous_leader = group.leader_id
         member = _Member.joining(new_id, req)
         member.assignment = old.assignment
@@ -640,6 +680,9 @@ class GroupCoordinator:
                     self._touch(member, now_ms)
         group.pending_sync.clear()
         group.sync_deadline = None
+        for member in group.members.values():
+            if member.held_heartbeat is not None:
+                self._answer_held(member, ErrorCode.REBALANCE_IN_PROGRESS, now_ms, fx)
         delay = self._config.initial_rebalance_delay_ms
         if group.state is GroupState.EMPTY and delay > 0:
             group.in_initial_delay = True
@@ -802,6 +845,33 @@ class GroupCoordinator:
             return HeartbeatResult(error=ErrorCode.REBALANCE_IN_PROGRESS)
         return HeartbeatResult(error=ErrorCode.NONE)
 
+    def _hold_heartbeat(self, ref: RequestRef, req: Heartbeat, now_ms: int) -> bool:
+        """Hold an answer-NONE heartbeat of a Stable group's member until the group changes or
+        the hold passes. A quarter of the session keeps the member's session, and the lease a
+        member keeps from acknowledged heartbeats, far from running out."""
+        group = self._groups[req.group_id]
+        member = group.members[req.member_id]
+        hold = min(self._config.heartbeat_hold_ms, member.session_timeout_ms // 4)
+        if (
+            ref is None
+            or hold <= 0
+            or group.state is not GroupState.STABLE
+            or member.held_heartbeat is not None
+        ):
+            return False
+        member.held_heartbeat = ref
+        member.held_until = now_ms + hold
+        self._held[ref] = (group.group_id, member.member_id)
+        self._schedule(member.held_until, "heartbeat", group.group_id, member.member_id)
+        return True
+
+    def _answer_held(self, member: _Member, error: ErrorCode, now_ms: int, fx: Effects) -> None:
+        assert member.held_heartbeat is not None
+        fx.replies.append((member.held_heartbeat, HeartbeatResult(error=error)))
+        self._held.pop(member.held_heartbeat, None)
+        member.held_heartbeat = None
+        self._touch(member, now_ms)
+
     # --- LeaveGroup --------------------------------------------------------------------------
 
     def _leave_group(self, req: LeaveGroup, now_ms: int, fx: Effects) -> LeaveGroupResult:
@@ -862,6 +932,9 @@ class GroupCoordinator:
             )
         if member.awaiting_sync is not None:
             fx.replies.append((member.awaiting_sync, SyncGroupResult(error=ErrorCode.UNKNOWN_MEMBER_ID)))
+        if member.held_heartbeat is not None:
+            self._held.pop(member.held_heartbeat, None)
+            fx.replies.append((member.held_heartbeat, HeartbeatResult(error=ErrorCode.UNKNOWN_MEMBER_ID)))
         group.remove(member.member_id)
         instance = member.group_instance_id
         if instance is not None and group.static_members.get(instance) == member.member_id:

@@ -16,6 +16,7 @@ from coordinator_api import (
     NO_GENERATION,
     AsyncCoordinator,
     CallbackError,
+    CommitFailedError,
     ConfigurationError,
     Coordinator,
     CoordinatorClosedError,
@@ -184,6 +185,33 @@ def test_failing_on_join_complete_raises_with_group_and_member_then_recovers(
     assert isinstance(raised.value.__cause__, RuntimeError)
     member.ensure_active_group(30)  # recovers on a later call
     assert member.shards == list(range(8))
+
+
+def test_offsets_commit_fenced_by_generation_and_read_back(
+    coordinator: EmbeddedCoordinator, members: list[Shards]
+) -> None:
+    reader = make(coordinator, members, group="offsets")
+    assert reader.committed_offsets() == {}  # before joining: the coordinator is looked up
+    a = make(coordinator, members, group="offsets", **FAST)
+    a.ensure_active_group(30)
+    a.commit_offsets({("events", 0): 5, ("events", 3): (9, "unit-3 done")})
+    assert reader.committed_offsets() == {("events", 0): (5, ""), ("events", 3): (9, "unit-3 done")}
+    assert reader.committed_offsets([("events", 3), ("events", 4)]) == {("events", 3): (9, "unit-3 done")}
+    with pytest.raises(ConfigurationError, match="must be a non-negative int"):
+        a.commit_offsets({("events", 1): -1})
+    with pytest.raises(CommitFailedError, match="UNKNOWN_TOPIC_OR_PARTITION") as unknown:
+        a.commit_offsets({("no-such-topic", 0): 1})
+    assert unknown.value.errors == (("no-such-topic", 0, "UNKNOWN_TOPIC_OR_PARTITION"),)
+
+    # A second member joins: a's generation is over until it rejoins, so its commit is refused.
+    b = make(coordinator, members, group="offsets", **FAST)
+    with Polling([b]):
+        wait_until(lambda: b.generation().generation_id > a.generation().generation_id, what="b to join")
+        with pytest.raises(CommitFailedError, match="refused for generation") as stale:
+            a.commit_offsets({("events", 0): 6})
+    # a never polled: the rebalance went on without it (removed) or its generation is over.
+    assert {e for _, _, e in stale.value.errors} <= {"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"}
+    assert reader.committed_offsets([("events", 0)]) == {("events", 0): (5, "")}
 
 
 def test_leave_group_then_poll_rejoins(coordinator: EmbeddedCoordinator, members: list[Shards]) -> None:

@@ -78,6 +78,8 @@ class Driver:
 
     def __init__(self, **config: Any) -> None:
         config.setdefault("initial_rebalance_delay_ms", 3000)
+        # Heartbeats are answered at once unless a test is about holding them.
+        config.setdefault("heartbeat_hold_ms", 0)
         self.config = CoordinatorConfig(**config)
         self._member_seq = itertools.count(1)
         self._topic_seq = itertools.count(1)
@@ -117,6 +119,10 @@ class Driver:
         self.sent[ref] = request
         self.absorb(self.coordinator.handle(ref, request, self.now))
         return ref
+
+    def release(self, ref: int) -> list[tuple[int, Result]]:
+        """The client behind ``ref`` sent another request on the same connection."""
+        return self.absorb(self.coordinator.release(ref, self.now))
 
     def reply(self, ref: int) -> Any:
         return self.replies.get(ref)

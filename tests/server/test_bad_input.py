@@ -99,7 +99,9 @@ SUBSCRIPTION = bytes(ConsumerProtocolSubscription(version=0, topics=["events"], 
 RANGE = (("range", SUBSCRIPTION),)
 
 # Bad inputs get their own server each, with the short sessions of the shared FAST_CONFIG.
-BASE = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 500}
+# Heartbeats are answered at once here (test_held_heartbeats_* below turn holding on), so that a
+# raw client's blocking call never waits on a hold.
+BASE = {"initial_rebalance_delay_ms": 0, "min_session_timeout_ms": 500, "heartbeat_hold_ms": 0}
 
 
 # --- wire helpers ---------------------------------------------------------------------------
@@ -549,6 +551,42 @@ def test_random_bytes_never_break_the_server() -> None:
         check()
         api_versions_round_trip(connect())
         assert describe(connect(), "bystander")["bystander"].group_state == "Stable"
+
+
+def test_held_heartbeat_is_answered_first_when_the_client_pipelines_another_request() -> None:
+    with server(heartbeat_hold_ms=10_000) as (_, connect):
+        member = stable_raw_member(connect, "held", session_ms=60_000)
+        heartbeat = HeartbeatRequest(
+            version=1, group_id="held", generation_id=member.generation, member_id=member.member_id
+        )
+        started = time.monotonic()
+        member.sock.sendall(encode(heartbeat, 501))
+        time.sleep(0.2)  # the heartbeat is held: nothing comes back yet
+        member.sock.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            member.sock.recv(1)
+        member.sock.setblocking(True)
+        member.sock.settimeout(IO_TIMEOUT_S)
+        member.sock.sendall(encode(ApiVersionsRequest(version=0), 502))
+        first = HeartbeatResponse.decode(recv_frame(member.sock), version=1, header=True)
+        second = ApiVersionsResponse.decode(recv_frame(member.sock), version=0, header=True)
+        assert (first.header.correlation_id, first.error_code) == (501, NONE)
+        assert (second.header.correlation_id, second.error_code) == (502, NONE)
+        assert time.monotonic() - started < 5  # released by the second request, not the hold
+
+
+def test_held_heartbeat_of_one_member_returns_rebalance_in_progress_when_another_joins() -> None:
+    with server(heartbeat_hold_ms=10_000) as (_, connect):
+        member = stable_raw_member(connect, "held-join", session_ms=60_000)
+        heartbeat = HeartbeatRequest(
+            version=1, group_id="held-join", generation_id=member.generation, member_id=member.member_id
+        )
+        member.sock.sendall(encode(heartbeat, 601))
+        time.sleep(0.1)
+        newcomer = RawMember(connect(), "held-join")
+        newcomer.sock.sendall(encode(join_request(1, "held-join", member_id=""), 1))
+        answer = HeartbeatResponse.decode(recv_frame(member.sock), version=1, header=True)
+        assert (answer.header.correlation_id, answer.error_code) == (601, REBALANCE_IN_PROGRESS)
 
 
 # --- 3. idle connections ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from coordinator_api.server._messages import (
     GroupSnapshot,
     GroupState,
     Heartbeat,
+    HeartbeatResult,
     JoinGroupResult,
     MemberSnapshot,
     OffsetsCommitted,
@@ -421,6 +422,103 @@ def test_heartbeat_answers() -> None:
     assert d.state() is GroupState.COMPLETING_REBALANCE
     assert d.heartbeat(a, gen + 1) is E.NONE  # CompletingRebalance: heartbeats are fine
     assert d.heartbeat(a, gen) is E.ILLEGAL_GENERATION
+
+
+def heartbeat_ref(d: Driver, member_id: str, generation: int) -> int:
+    return d.send(
+        Heartbeat(group_id=GROUP, generation_id=generation, member_id=member_id, group_instance_id=None)
+    )
+
+
+def test_held_heartbeat_is_answered_when_the_hold_passes() -> None:
+    d = Driver(heartbeat_hold_ms=2000)
+    formed = d.form_group(["a", "b"])
+    a, gen = formed.ids["a"], formed.generation
+    ref = heartbeat_ref(d, a, gen)
+    assert d.reply(ref) is None  # held
+    d.advance(1999)
+    assert d.reply(ref) is None
+    d.advance(1)
+    assert d.reply(ref) == HeartbeatResult(error=E.NONE)
+
+
+def test_held_heartbeat_never_outlasts_a_quarter_of_the_session() -> None:
+    d = Driver(heartbeat_hold_ms=60_000)
+    formed = d.form_group(["a", "b"])
+    ref = heartbeat_ref(d, formed.ids["a"], formed.generation)
+    d.advance(SESSION_MS // 4 - 1)
+    assert d.reply(ref) is None
+    d.advance(1)
+    assert d.reply(ref) == HeartbeatResult(error=E.NONE)
+
+
+def test_held_heartbeats_learn_of_a_rebalance_at_once() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"])
+    a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
+    ref_a, ref_b = heartbeat_ref(d, a, gen), heartbeat_ref(d, b, gen)
+    d.advance(10)
+    c = d.new_member_id(client="c")
+    d.join_ref(c, client="c")
+    assert d.reply(ref_a) == HeartbeatResult(error=E.REBALANCE_IN_PROGRESS)
+    assert d.reply(ref_b) == HeartbeatResult(error=E.REBALANCE_IN_PROGRESS)
+
+
+def test_a_leaving_member_releases_the_others_held_heartbeats_and_its_own() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"])
+    a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
+    ref_a, ref_b = heartbeat_ref(d, a, gen), heartbeat_ref(d, b, gen)
+    d.leave(a)
+    assert d.reply(ref_a) == HeartbeatResult(error=E.UNKNOWN_MEMBER_ID)
+    assert d.reply(ref_b) == HeartbeatResult(error=E.REBALANCE_IN_PROGRESS)
+
+
+def test_held_heartbeat_is_released_by_the_next_request_on_its_connection() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"])
+    ref = heartbeat_ref(d, formed.ids["a"], formed.generation)
+    d.advance(5)
+    assert d.release(ref) == [(ref, HeartbeatResult(error=E.NONE))]
+    assert d.release(ref) == []  # released once; a second release finds nothing
+    d.advance(10_000)  # its timer finds nothing to answer either (the driver rejects double replies)
+
+
+def test_member_with_a_held_heartbeat_is_alive_and_not_expired() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"], session=SESSION_MS)
+    a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
+    for _ in range(8):  # both keep a heartbeat held nearly all the time, well past one session
+        refs = [heartbeat_ref(d, m, gen) for m in (a, b)]
+        d.advance(SESSION_MS // 4)
+        assert all(d.reply(r) == HeartbeatResult(error=E.NONE) for r in refs)
+    assert d.member_ids() == {a, b}
+    assert d.state() is GroupState.STABLE
+
+
+def test_heartbeats_are_not_held_outside_a_stable_group() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"])
+    a, gen = formed.ids["a"], formed.generation
+    c = d.new_member_id(client="c")
+    d.join_ref(c, client="c")
+    assert d.heartbeat(a, gen) is E.REBALANCE_IN_PROGRESS  # answered at once
+
+
+def test_abandoned_held_heartbeat_gets_no_answer_and_the_session_counts_again() -> None:
+    d = Driver(heartbeat_hold_ms=5000)
+    formed = d.form_group(["a", "b"])
+    a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
+    d.abandon(heartbeat_ref(d, a, gen))
+    start = d.now
+    for _ in range(3):  # b's heartbeats are held and answered; a's connection is gone
+        ref_b = heartbeat_ref(d, b, gen)
+        d.advance(SESSION_MS // 4)
+        assert d.reply(ref_b) == HeartbeatResult(error=E.NONE)
+    d.advance_to(start + SESSION_MS - 1)
+    assert a in d.member_ids()
+    d.advance_to(start + SESSION_MS)
+    assert d.member_ids() == {b}
 
 
 # --- sessions and timeouts ---------------------------------------------------------------------
