@@ -1,0 +1,88 @@
+"""The ``spark-executor`` group's payloads: member metadata and assignments (versioned, see
+docs/payloads.md), and their descriptions for ``coordinator-api groups``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coordinator_api import decode, payload
+
+__all__ = [
+    "ALLOCATOR",
+    "PROTOCOL_TYPE",
+    "SlotAssignment",
+    "SlotMetadata",
+    "describe_assignment",
+    "describe_metadata",
+]
+
+PROTOCOL_TYPE = "spark-executor"
+ALLOCATOR = "weighted-sticky"
+"""The protocol name members offer in JoinGroup: the allocator the leader runs."""
+
+
+@payload(version=1)
+@dataclass(frozen=True)
+class SlotMetadata:
+    """What a member tells the leader about itself when it joins.
+
+    :ivar executor_id: the Spark executor it runs on (``"driver"`` in local mode).
+    :ivar host: that executor's host.
+    :ivar cores: the cores its task holds (``spark.task.cpus``).
+    :ivar memory_mb: the executor's memory, as far as the task can tell (0 when unknown).
+    :ivar slot: the slot name it held in the last generation (``""`` before its first), which
+        the leader keeps so that names, and so placement, stay put.
+    :ivar owned: indices of the units it holds and has not finished yet.
+    :ivar owned_generation: the generation it was given them in (-1: none), so that the leader
+        trusts the newest claim when a zombie and its successor claim the same unit.
+    :ivar attempt: the Spark task attempt number of the member's task.
+    """
+
+    executor_id: str
+    host: str
+    cores: int
+    memory_mb: int
+    slot: str
+    owned: tuple[int, ...]
+    owned_generation: int
+    attempt: int
+
+
+@payload(version=1)
+@dataclass(frozen=True)
+class SlotAssignment:
+    """What the leader gives each member.
+
+    :ivar slot: the member's slot name, ``"<executor id>#<n>"``: the id the allocator places
+        units on, stable across runs on the same executors.
+    :ivar units: indices of the units to process, in that order (heaviest first).
+    """
+
+    slot: str
+    units: tuple[int, ...]
+
+
+def _indices(units: tuple[int, ...]) -> str:
+    if not units:
+        return "no units"
+    shown = ", ".join(map(str, units[:8]))
+    return f"{len(units)} unit(s): {shown}{', ...' if len(units) > 8 else ''}"
+
+
+def describe_metadata(protocol: str, data: bytes) -> str:
+    """``executor 3 on host-a, 2 core(s), 4096 MB, slot 3#0; owns 2 unit(s): 4, 9 (generation 5)``"""
+    meta = decode(SlotMetadata, data)
+    words = f"executor {meta.executor_id} on {meta.host or '?'}, {meta.cores} core(s)"
+    if meta.memory_mb:
+        words += f", {meta.memory_mb} MB"
+    if meta.slot:
+        words += f", slot {meta.slot}"
+    if meta.owned:
+        words += f"; owns {_indices(meta.owned)} (generation {meta.owned_generation})"
+    return words
+
+
+def describe_assignment(protocol: str, data: bytes) -> str:
+    """``slot 3#0: 2 unit(s): 4, 9``"""
+    assignment = decode(SlotAssignment, data)
+    return f"slot {assignment.slot}: {_indices(assignment.units)}"

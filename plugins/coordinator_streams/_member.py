@@ -1,0 +1,259 @@
+"""A streams application instance as a group member (protocol type ``streams``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from coordinator_api import ConfigurationError, Coordinator, JoinedMember
+from coordinator_streams._model import (
+    AssignmentConfig,
+    ClientState,
+    MemberTasks,
+    Task,
+    TaskAssignmentError,
+    TaskId,
+)
+from coordinator_streams._protocol import (
+    decode_assignment,
+    decode_subscriptions,
+    encode_assignment,
+    encode_subscription,
+)
+
+__all__ = ["StreamsGroupMember"]
+
+log = logging.getLogger("coordinator_streams")
+
+LagsCallback = Callable[[], Mapping[TaskId, int]]
+TasksCallback = Callable[[MemberTasks], None]
+RevokedCallback = Callable[[frozenset[TaskId]], None]
+
+
+class StreamsGroupMember(Coordinator):
+    """One application instance of a streams group: it declares tasks, reports lags and runs
+    what the group's leader assigns to it.
+
+    ::
+
+        app = MyApplication()
+        member = StreamsGroupMember(
+            "orders-app", bootstrap, process_id="instance-1", tasks=app.tasks(),
+            task_lags=app.lags, on_tasks_assigned=app.run, on_tasks_revoked=app.suspend,
+        )
+        member.ensure_active_group(30)
+        while running:
+            member.poll(0.5)
+
+    **Rebalances are cooperative.** A member keeps running its active tasks while the group
+    rebalances. An active task that moves is first revoked from its previous owner
+    (``on_tasks_revoked``, which then rejoins) and assigned to its new owner only in the next
+    round, once no member claims it any more, so no two members ever run one task at once.
+
+    **Probing rebalances.** When the assignment holds warmups, the leader's assignment carries the
+    time of the probing rebalance (``probing_rebalance_interval_ms`` later); :meth:`poll`
+    rejoins then. Any member whose warmup has caught up (lag at most
+    ``acceptable_recovery_lag``) rejoins at once, checked at most every
+    ``warmup_check_interval_ms``. Either way the group rebalances with fresh lags, and the
+    caught-up warmups become actives.
+
+    The leader's :class:`~coordinator_streams.AssignmentConfig` is the one that counts; give every
+    member the same.
+
+    :param process_id: a stable id of this instance (survives restarts, like its state
+        directory).
+    :param tasks: every task of the topology (the leader takes the union over members).
+    :param capacity: threads; load is balanced in proportion to it.
+    :param rack: where the instance runs, for rack-aware standbys.
+    :param client_tags: placement tags, see ``AssignmentConfig.rack_aware_assignment_tags``.
+    :param config: the assignor's settings.
+    :param assignor: ``high-availability`` (default) or ``eager-sticky``.
+    :param task_lags: called on the application thread whenever the member builds its metadata
+        (and to check warmups): for each stateful task with local state, records behind the
+        changelog end.
+    :param on_tasks_assigned: called with this member's full assignment after each generation.
+    :param on_tasks_revoked: called with the active tasks this member must stop running, before
+        another member may start them.
+    :param on_tasks_lost: called (on the heartbeat thread) with the active tasks the member lost
+        without a clean handover; stop them at once.
+    :param warmup_check_interval_ms: how often :meth:`poll` asks for lags while warmups exist.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        bootstrap_servers: str | list[str],
+        *,
+        process_id: str,
+        tasks: Iterable[Task],
+        capacity: int = 1,
+        rack: str | None = None,
+        client_tags: Mapping[str, str] | None = None,
+        config: AssignmentConfig | None = None,
+        assignor: str = "high-availability",
+        task_lags: LagsCallback | None = None,
+        on_tasks_assigned: TasksCallback | None = None,
+        on_tasks_revoked: RevokedCallback | None = None,
+        on_tasks_lost: RevokedCallback | None = None,
+        warmup_check_interval_ms: int = 1_000,
+        **options: Any,
+    ) -> None:
+        from coordinator_streams import ASSIGNORS
+
+        super().__init__(group_id, bootstrap_servers, **options)
+        if assignor not in ASSIGNORS:
+            raise ConfigurationError(
+                f"group {group_id!r}: unknown streams assignor {assignor!r}; choose one of "
+                + ", ".join(sorted(ASSIGNORS))
+            )
+        if not isinstance(process_id, str) or not process_id:
+            raise ConfigurationError(f"group {group_id!r}: process_id must be a non-empty string")
+        if type(capacity) is not int or capacity < 1:
+            raise ConfigurationError(
+                f"group {group_id!r}: capacity must be a positive integer, got {capacity!r}"
+            )
+        self._tasks = sorted(tasks, key=lambda t: t.id)
+        if not self._tasks or not all(isinstance(t, Task) for t in self._tasks):
+            raise ConfigurationError(f"group {group_id!r}: tasks must be a non-empty list of Task values")
+        if len({t.id for t in self._tasks}) != len(self._tasks):
+            raise ConfigurationError(f"group {group_id!r}: a task is declared twice")
+        self._process_id = process_id
+        self._capacity = capacity
+        self._rack = rack
+        self._client_tags = dict(client_tags or {})
+        self._config = config or AssignmentConfig()
+        self._assignor_name = assignor
+        self._task_lags = task_lags
+        self._assigned_cb = on_tasks_assigned
+        self._revoked_cb = on_tasks_revoked
+        self._lost_cb = on_tasks_lost
+        self._warmup_check_s = warmup_check_interval_ms / 1000
+        self._lock = threading.Lock()
+        self._current = MemberTasks()
+        self._probe_at_ms = -1
+        self._next_warmup_check = 0.0
+        self._rejoin_requested = False
+
+    # --- the Coordinator contract ------------------------------------------------------------------
+
+    def protocol_type(self) -> str:
+        return "streams"
+
+    def metadata(self) -> list[tuple[str, bytes]]:
+        with self._lock:
+            current = self._current
+        client = ClientState(
+            member_id="-",
+            process_id=self._process_id,
+            capacity=self._capacity,
+            rack=self._rack,
+            client_tags=self._client_tags,
+            lags=self._lags(),
+            previous_active=current.active,
+            previous_standby=current.standby | current.warmup,
+        )
+        return [(self._assignor_name, encode_subscription(client, self._tasks))]
+
+    def perform_assignment(
+        self, leader_id: str, protocol: str, members: list[JoinedMember]
+    ) -> dict[str, bytes]:
+        from coordinator_streams import ASSIGNORS
+
+        clients, tasks, failed = decode_subscriptions(members)
+        for member_id, error in sorted(failed.items()):
+            log.warning("group %s: member %s gets nothing: %s", self.group_id, member_id, error)
+        result = ASSIGNORS[protocol](clients, tasks, self._config)
+        # Cooperative handover: a task another member still runs is withheld from its new owner
+        # this round; the previous owner sees it revoked and rejoins, and the next round hands
+        # it over. Nobody runs a task twice.
+        claimed = {t: c.member_id for c in clients for t in c.previous_active}
+        probe_at = -1
+        if result.probing_rebalance_needed:
+            probe_at = int(time.time() * 1000) + self._config.probing_rebalance_interval_ms
+        out: dict[str, bytes] = {m.member_id: encode_assignment(MemberTasks()) for m in members}
+        for member_id, assigned in result.members.items():
+            held_back = frozenset(t for t in assigned.active if claimed.get(t, member_id) != member_id)
+            tasks_now = MemberTasks(assigned.active - held_back, assigned.standby, assigned.warmup)
+            # One member schedules the probe: the leader, which always starts a rebalance.
+            out[member_id] = encode_assignment(tasks_now, probe_at if member_id == leader_id else -1)
+        return out
+
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        tasks, probe_at = decode_assignment(assignment)
+        with self._lock:
+            revoked = self._current.active - tasks.active
+            self._current = tasks
+            self._probe_at_ms = probe_at
+            self._rejoin_requested = False
+            self._next_warmup_check = time.monotonic() + self._warmup_check_s
+        if revoked:
+            if self._revoked_cb is not None:
+                self._revoked_cb(revoked)
+            self._request("active tasks were revoked; their new owners get them in the next round")
+        if self._assigned_cb is not None:
+            self._assigned_cb(tasks)
+
+    def on_leave_prepare(self) -> None:
+        with self._lock:
+            revoked, self._current = self._current.active, MemberTasks()
+        if revoked and self._revoked_cb is not None:
+            self._revoked_cb(revoked)
+
+    def on_lost(self, reason: str) -> None:
+        with self._lock:
+            lost, self._current = self._current.active, MemberTasks()
+            self._probe_at_ms = -1
+        if lost and self._lost_cb is not None:
+            self._lost_cb(lost)
+
+    # --- the application's view ---------------------------------------------------------------------
+
+    def tasks(self) -> MemberTasks:
+        """This member's current active, standby and warmup tasks."""
+        with self._lock:
+            return self._current
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Follow the group (see :meth:`Coordinator.poll`), then rejoin if the probing rebalance
+        is due or a warmup has caught up."""
+        super().poll(timeout)
+        with self._lock:
+            probe_at, warmup = self._probe_at_ms, self._current.warmup
+            check = bool(warmup) and time.monotonic() >= self._next_warmup_check
+            if check:
+                self._next_warmup_check = time.monotonic() + self._warmup_check_s
+        if probe_at >= 0 and time.time() * 1000 >= probe_at:
+            with self._lock:
+                self._probe_at_ms = -1
+            self._request("probing rebalance: are the warmups caught up?")
+        elif check:
+            lags = self._lags()
+            acceptable = self._config.acceptable_recovery_lag
+            done = sorted(t for t in warmup if lags.get(t, acceptable + 1) <= acceptable)
+            if done:
+                self._request(f"warmup {', '.join(map(str, done))} caught up")
+
+    # --- helpers --------------------------------------------------------------------------------------
+
+    def _request(self, reason: str) -> None:
+        with self._lock:
+            if self._rejoin_requested:
+                return
+            self._rejoin_requested = True
+        log.info("group %s member %s: rejoining: %s", self.group_id, self.member_id, reason)
+        self.request_rejoin(reason)
+
+    def _lags(self) -> dict[TaskId, int]:
+        if self._task_lags is None:
+            return {}
+        lags = dict(self._task_lags())
+        for task, lag in lags.items():
+            if not isinstance(task, TaskId) or type(lag) is not int or lag < 0:
+                raise TaskAssignmentError(
+                    f"group {self.group_id!r}: task_lags() must map TaskId to an integer >= 0, "
+                    f"got {task!r}: {lag!r}"
+                )
+        return lags

@@ -1,0 +1,87 @@
+"""End to end: four real member processes on the embedded coordinator, one joining late."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+from member_processes import MemberProcess, running_members, wait_for
+
+from coordinator_api import EmbeddedCoordinator
+
+STREAMS_MEMBER = Path(__file__).parent / "streams_member.py"
+TASKS = 12
+OPTIONS = {"records": 1_500, "restore_rate": 1_000, "acceptable_lag": 50, "max_warmups": 2, "probe_ms": 1_500}
+
+
+def start(coordinator: EmbeddedCoordinator, name: str) -> MemberProcess:
+    return MemberProcess("", coordinator.bootstrap_servers, name, script=STREAMS_MEMBER, **OPTIONS)
+
+
+def running(member: MemberProcess) -> frozenset[str]:
+    events = member.events("running")
+    return frozenset(events[-1]["tasks"]) if events else frozenset()
+
+
+def overlaps(members: list[MemberProcess]) -> list[str]:
+    """Tasks two members held as active at the same moment, by their own reports."""
+    spans: dict[str, list[tuple[float, float, str]]] = {}
+    for member in members:
+        since: dict[str, float] = {}
+        for report in member.reports:
+            if "owned" not in report:
+                continue
+            owned = set(report["owned"])
+            for task in owned - since.keys():
+                since[task] = report["t"]
+            for task in set(since) - owned:
+                spans.setdefault(task, []).append((since.pop(task), report["t"], member.name))
+        for task, start_t in since.items():
+            spans.setdefault(task, []).append((start_t, float("inf"), member.name))
+    problems = []
+    for task, intervals in spans.items():
+        intervals.sort()
+        problems += [
+            f"{task}: {a[2]} until {a[1]:.3f}, {b[2]} from {b[0]:.3f}"
+            for a, b in itertools.pairwise(intervals)
+            if b[0] < a[1] and a[2] != b[2]
+        ]
+    return problems
+
+
+def test_a_fourth_member_warms_up_before_it_takes_over(coordinator: EmbeddedCoordinator) -> None:
+    members = [start(coordinator, name) for name in ("a", "b", "c")]
+    with running_members(members):
+        # Members that join a moment apart warm up too; wait until the three share the tasks.
+        wait_for(
+            lambda: [len(running(m)) for m in members] == [4, 4, 4], 20, "three members running 4 tasks each"
+        )
+        joined_at = time.time()
+        late = start(coordinator, "d")
+        members.append(late)
+        wait_for(
+            lambda: (
+                [len(running(m)) for m in members] == [3, 3, 3, 3]
+                and len(frozenset().union(*(running(m) for m in members))) == TASKS
+            ),
+            25,
+            "four members running three tasks each",
+        )
+        diagnostics = "\n".join(f"{m.name}: {m.reports}\n{m.stderr_text()[-2000:]}" for m in members)
+        # Every active task handed over after the join arrived caught up (it had warmed up).
+        for member in members:
+            for report in member.events("assigned"):
+                if report["t"] > joined_at:
+                    assert all(lag is not None and lag <= 50 for lag in report["added_lags"].values()), (
+                        member.name,
+                        report,
+                    )
+        assert late.events("assigned")[0]["owned"] == [], diagnostics
+        assert any(r["warmup"] for r in late.events("assigned")), diagnostics
+        assert overlaps(members) == [], diagnostics
+        # The three old members never stopped running a task before its new owner ran it.
+        handed_over = set().union(
+            *(r["tasks"] for m in members[:3] for r in m.events("revoked") if r["t"] > joined_at)
+        )
+        assert handed_over == running(late), diagnostics
