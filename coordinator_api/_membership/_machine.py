@@ -459,6 +459,9 @@ class MemberMachine:
         error = event.error
         if error == NONE:
             self._acknowledged(event.sent_at, stable=True)
+            # Heartbeat at once in the new generation: a coordinator that holds heartbeats (the
+            # embedded one) can then tell this member of the next rebalance the moment it starts.
+            self.timers.next_heartbeat = now
             self._ask_app(
                 "complete",
                 Complete(self.generation_id, self.member_id, self.protocol_name or "", event.assignment),

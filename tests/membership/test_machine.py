@@ -8,9 +8,10 @@ t=0   JoinWanted("start")                     -> FindCoordinator
 t=5   CoordinatorFound                        -> PrepareJoin(-1, "", revoke=False)
 t=10  Prepared                                -> SendJoinGroup("")
 t=20  JoinAnswered(MEMBER_ID_REQUIRED, "m1")  -> SendJoinGroup("m1")
-t=30  JoinAnswered(NONE, gen 1, leader "m0")  -> SendSyncGroup(1, "m1")   (heartbeats from 3030)
-t=40  SyncAnswered(NONE, b"A")                -> Complete
-t=50  Completed(ok=True)                      -> STABLE; lease anchor 30, lease deadline 7030
+t=30  JoinAnswered(NONE, gen 1, leader "m0")  -> SendSyncGroup(1, "m1")   (heartbeat due at 3030)
+t=40  SyncAnswered(NONE, b"A")                -> Complete, SendHeartbeat(1, "m1")   (at once)
+t=45  HeartbeatAnswered(40, NONE)             -> lease anchor 40; the next heartbeat is due at 3040
+t=50  Completed(ok=True)                      -> STABLE; lease deadline 7040, heartbeats 3040, 6040...
 ====  ===================================================================================
 """
 
@@ -70,9 +71,11 @@ SESSION = SETTINGS.session_timeout_ms
 MARGIN = SETTINGS.lease_margin_ms
 INTERVAL = SETTINGS.heartbeat_interval_ms
 BACKOFF = SETTINGS.retry_backoff_ms
-SYNC_SENT = 30  # the standard timeline's last acknowledged request before STABLE
-FIRST_HEARTBEAT = 30 + INTERVAL  # 3030
-LEASE = SYNC_SENT + SESSION - MARGIN  # 7030
+SYNC_SENT = 30  # the standard timeline's SyncGroup
+FIRST_HEARTBEAT = 30 + INTERVAL  # 3030: due an interval after JoinGroup's answer, while COMPLETING
+SYNC_HEARTBEAT = 40  # sent at once with SyncGroup's answer; acknowledged in to_stable
+NEXT_HEARTBEAT = SYNC_HEARTBEAT + INTERVAL  # 3040: the first one due once STABLE
+LEASE = SYNC_HEARTBEAT + SESSION - MARGIN  # 7040
 GEN1 = Generation(1, "m1", "range")
 
 
@@ -100,9 +103,14 @@ def to_completing(mb: Member, *, leader: str = "m0") -> list:
 
 
 def to_stable(mb: Member | None = None) -> Member:
+    """Up to t=50: STABLE in gen 1, the heartbeat sent with SyncGroup's answer acknowledged."""
     mb = mb or Member()
     assert to_completing(mb) == [SendSyncGroup(1, "m1", "range", ())]
-    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
+    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
+    assert mb.at(45, HeartbeatAnswered(SYNC_HEARTBEAT, NONE)) == []
     assert mb.at(50, Completed(ok=True)) == []
     assert mb.machine.is_stable()
     return mb
@@ -144,7 +152,11 @@ def test_first_join_as_follower() -> None:
     assert machine.lease_deadline() is None  # nothing held yet
     assert machine.next_deadline() == FIRST_HEARTBEAT
 
-    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
+    # A heartbeat goes at once, not at FIRST_HEARTBEAT (see test_heartbeat_at_once_after_sync).
+    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
     assert machine.state is MemberState.COMPLETING
     assert not machine.is_stable()  # on_join_complete has not run
 
@@ -152,9 +164,12 @@ def test_first_join_as_follower() -> None:
     assert machine.state is MemberState.STABLE
     assert machine.is_stable()
     assert machine.generation() == GEN1
+    assert machine.lease_deadline() == SYNC_SENT + SESSION - MARGIN  # the heartbeat is unanswered
+    assert machine.next_deadline() == SYNC_SENT + SESSION - MARGIN  # no second one while it is out
+    assert mb.at(55, HeartbeatAnswered(SYNC_HEARTBEAT, NONE)) == []
     assert machine.lease_deadline() == LEASE
-    assert machine.next_deadline() == FIRST_HEARTBEAT
-    assert [a for _, a in mb.log if isinstance(a, SendHeartbeat)] == []
+    assert machine.next_deadline() == NEXT_HEARTBEAT
+    assert mb.issued(SendHeartbeat) == [SYNC_HEARTBEAT]
 
 
 def test_leader_assigns_then_syncs_the_assignment() -> None:
@@ -165,10 +180,13 @@ def test_leader_assigns_then_syncs_the_assignment() -> None:
 
     assignments = (("m1", b"a1"), ("m2", b"a2"))
     assert mb.at(35, AssignmentComputed(assignments)) == [SendSyncGroup(1, "m1", "range", assignments)]
-    assert mb.at(40, SyncAnswered(35, NONE, b"a1")) == [Complete(1, "m1", "range", b"a1")]
+    assert mb.at(40, SyncAnswered(35, NONE, b"a1")) == [
+        Complete(1, "m1", "range", b"a1"),
+        SendHeartbeat(1, "m1"),
+    ]
     assert mb.at(50, Completed(ok=True)) == []
     assert mb.machine.is_stable()
-    assert mb.machine.lease_deadline() == 35 + SESSION - MARGIN
+    assert mb.machine.lease_deadline() == 35 + SESSION - MARGIN  # the heartbeat is unanswered
 
 
 def test_leader_assignment_failure_leaves_so_the_group_is_not_stuck() -> None:
@@ -206,40 +224,80 @@ def test_heartbeats_every_interval_while_completing_and_stable_one_at_a_time() -
     assert mb.run_until(FIRST_HEARTBEAT) == [(3030, SendHeartbeat(1, "m1"))]
     assert mb.machine.state is MemberState.COMPLETING  # heartbeats while SyncGroup waits
     assert mb.at(3040, HeartbeatAnswered(3030, NONE)) == []
-    assert mb.at(4000, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
+    # SyncGroup's answer sends one at once (due 6030 otherwise); the cadence goes on from it.
+    assert mb.at(4000, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
+    assert mb.at(4005, HeartbeatAnswered(4000, NONE)) == []
     assert mb.at(4010, Completed(ok=True)) == []
-    assert mb.run_until(6030) == [(6030, SendHeartbeat(1, "m1"))]
-    assert mb.at(6035, HeartbeatAnswered(6030, NONE)) == []
-    assert mb.run_until(9030) == [(9030, SendHeartbeat(1, "m1"))]
-    # Unanswered: the one due at 12030 waits for it.
-    assert mb.run_until(12_499) == []
-    assert mb.machine.is_stable()  # acknowledged 6030, so the lease runs to 13030
+    assert mb.run_until(7000) == [(7000, SendHeartbeat(1, "m1"))]
+    assert mb.at(7005, HeartbeatAnswered(7000, NONE)) == []
+    assert mb.run_until(10_000) == [(10_000, SendHeartbeat(1, "m1"))]
+    # Unanswered: the one due at 13000 waits for it.
+    assert mb.run_until(13_499) == []
+    assert mb.machine.is_stable()  # acknowledged 7000, so the lease runs to 14000
     # The answer comes; the overdue heartbeat goes at once, then the cadence resumes from there.
-    assert mb.at(12_500, HeartbeatAnswered(9030, NONE)) == [SendHeartbeat(1, "m1")]
-    assert mb.at(12_501, HeartbeatAnswered(12_500, NONE)) == []
-    assert mb.run_until(15_500) == [(15_500, SendHeartbeat(1, "m1"))]
-    assert mb.issued(SendHeartbeat) == [3030, 6030, 9030, 12_500, 15_500]
-    assert mb.machine.lease_deadline() == 12_500 + SESSION - MARGIN
+    assert mb.at(13_500, HeartbeatAnswered(10_000, NONE)) == [SendHeartbeat(1, "m1")]
+    assert mb.at(13_501, HeartbeatAnswered(13_500, NONE)) == []
+    assert mb.run_until(16_500) == [(16_500, SendHeartbeat(1, "m1"))]
+    assert mb.issued(SendHeartbeat) == [3030, 4000, 7000, 10_000, 13_500, 16_500]
+    assert mb.machine.lease_deadline() == 13_500 + SESSION - MARGIN
+
+
+@pytest.mark.parametrize("leader", ["m0", "m1"], ids=["follower", "leader"])
+def test_heartbeat_at_once_after_sync(leader: str) -> None:
+    """SyncGroup answered NONE sends a heartbeat in the new generation at once, not an interval
+    after JoinGroup's answer, so a coordinator that holds heartbeats can tell the member of the
+    next rebalance as soon as it starts. The cadence then runs from that heartbeat."""
+    mb = Member()
+    completing = to_completing(mb, leader=leader)
+    if leader == "m1":
+        assert completing == [Assign("m1", "range", MEMBERS)]
+        assignments = (("m1", b"A"), ("m2", b"B"))
+        assert mb.at(35, AssignmentComputed(assignments)) == [SendSyncGroup(1, "m1", "range", assignments)]
+    else:
+        assert completing == [SendSyncGroup(1, "m1", "range", ())]
+    assert mb.machine.next_deadline() == FIRST_HEARTBEAT  # 3030, an interval after the join
+    sync_sent = mb.sent["sync"]
+
+    assert mb.at(40, SyncAnswered(sync_sent, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),  # at 40, long before 3030, and before on_join_complete runs
+    ]
+    assert mb.issued(SendHeartbeat) == [SYNC_HEARTBEAT]
+    assert mb.at(45, HeartbeatAnswered(SYNC_HEARTBEAT, NONE)) == []
+    assert mb.machine.next_deadline() == SYNC_HEARTBEAT + INTERVAL
+    assert mb.at(50, Completed(ok=True)) == []
+    assert mb.machine.is_stable()
+    assert mb.machine.lease_deadline() == SYNC_HEARTBEAT + SESSION - MARGIN
+
+    # The next one comes an interval after the immediate one (nothing at 3030), then on.
+    assert mb.run_until(SYNC_HEARTBEAT + INTERVAL - 1) == []
+    assert mb.run_until(SYNC_HEARTBEAT + INTERVAL) == [(3040, SendHeartbeat(1, "m1"))]
+    assert mb.at(3045, HeartbeatAnswered(3040, NONE)) == []
+    assert mb.run_until(6040) == [(6040, SendHeartbeat(1, "m1"))]
+    assert mb.issued(SendHeartbeat) == [40, 3040, 6040]
 
 
 def test_rebalance_seen_by_heartbeat_asks_the_app_to_prepare_at_once() -> None:
     mb = to_stable()
-    assert mb.run_until(3030) == [(3030, SendHeartbeat(1, "m1"))]
+    assert mb.run_until(NEXT_HEARTBEAT) == [(3040, SendHeartbeat(1, "m1"))]
     # The PrepareJoin is issued with the answer, for the application thread to run at its next poll.
-    assert mb.at(3035, HeartbeatAnswered(3030, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
+    assert mb.at(3045, HeartbeatAnswered(3040, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
     assert mb.machine.state is MemberState.STABLE
     assert mb.machine.is_stable()  # the application still holds its assignment until it runs it
     # Polling alone does not repeat it, and heartbeats go on until the application prepared.
     assert mb.at(3100, Polled()) == []
-    assert mb.run_until(6030) == [(6030, SendHeartbeat(1, "m1"))]
-    assert mb.at(6035, HeartbeatAnswered(6030, REBALANCE_IN_PROGRESS)) == []
+    assert mb.run_until(6040) == [(6040, SendHeartbeat(1, "m1"))]
+    assert mb.at(6045, HeartbeatAnswered(6040, REBALANCE_IN_PROGRESS)) == []
     assert mb.at(6100, Prepared(PROTOCOLS)) == [SendJoinGroup("m1", PROTOCOLS, ANY)]
     assert mb.machine.state is MemberState.JOINING
     assert not mb.machine.is_stable()
     assert mb.machine.lease_deadline() is None
     # No heartbeats while the JoinGroup is outstanding, however long the coordinator holds it.
     mb.run_until(26_100)
-    assert mb.issued(SendHeartbeat, since=6031) == []
+    assert mb.issued(SendHeartbeat, since=6041) == []
     joined = JoinAnswered(6100, NONE, 2, "range", "m0", "m1", ())
     assert mb.at(26_100, joined) == [SendSyncGroup(2, "m1", "range", ())]
     assert mb.machine.generation() == Generation(2, "m1", "range")
@@ -259,8 +317,8 @@ def test_join_wanted_while_stable_starts_a_round_with_revoke() -> None:
 )
 def test_heartbeat_refused_loses_the_assignment_and_rejoins(error: int, member_after: str) -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    actions = mb.at(3040, HeartbeatAnswered(3030, error))
+    mb.run_until(3040)
+    actions = mb.at(3045, HeartbeatAnswered(3040, error))
     assert actions == [Lost(1, "m1", ANY)]
     assert ("ILLEGAL_GENERATION" if error == ILLEGAL_GENERATION else "UNKNOWN_MEMBER_ID") in actions[0].reason
     assert mb.machine.state is MemberState.LOST
@@ -275,8 +333,8 @@ def test_heartbeat_refused_loses_the_assignment_and_rejoins(error: int, member_a
 
 def test_fenced_heartbeat_is_final() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    actions = mb.at(3040, HeartbeatAnswered(3030, FENCED_INSTANCE_ID))
+    mb.run_until(3040)
+    actions = mb.at(3045, HeartbeatAnswered(3040, FENCED_INSTANCE_ID))
     assert actions == [Lost(1, "m1", ANY), Fail("fenced", ANY, "FENCED_INSTANCE_ID")]
     assert mb.machine.state is MemberState.FENCED
     assert not mb.machine.is_stable()
@@ -287,8 +345,8 @@ def test_fenced_heartbeat_is_final() -> None:
             Polled(),
             JoinWanted("again"),
             CoordinatorFound(),
-            HeartbeatAnswered(3030, NONE),
-            JoinAnswered(3030, NONE, 2, "range", "m1", "m1", MEMBERS),
+            HeartbeatAnswered(3040, NONE),
+            JoinAnswered(3040, NONE, 2, "range", "m1", "m1", MEMBERS),
             RequestFailed("heartbeat", "x"),
             LeaveWanted("bye"),
             Polled(),
@@ -319,7 +377,7 @@ def test_fenced_while_joining_fails_without_a_lost(where: str) -> None:
 
 def test_lease_lost_exactly_at_margin_when_heartbeats_get_no_answer() -> None:
     mb = to_stable()
-    assert mb.run_until(LEASE - 1) == [(3030, SendHeartbeat(1, "m1"))]
+    assert mb.run_until(LEASE - 1) == [(3040, SendHeartbeat(1, "m1"))]
     assert mb.machine.is_stable()
     assert mb.run_until(LEASE) == [(LEASE, Lost(1, "m1", ANY))]
     assert not mb.machine.is_stable()
@@ -329,52 +387,52 @@ def test_lease_lost_exactly_at_margin_when_heartbeats_get_no_answer() -> None:
 
 def test_lease_lost_when_heartbeats_fail_and_the_coordinator_cannot_be_found() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, HeartbeatAnswered(3030, NONE)) == []
-    assert mb.machine.lease_deadline() == 3030 + SESSION - MARGIN  # 10030
-    mb.run_until(6030)
-    assert mb.at(6040, RequestFailed("heartbeat", "connection reset")) == []
-    assert mb.run_until(6140) == [(6140, FindCoordinator())]
+    mb.run_until(3040)
+    assert mb.at(3050, HeartbeatAnswered(3040, NONE)) == []
+    assert mb.machine.lease_deadline() == 3040 + SESSION - MARGIN  # 10040
+    mb.run_until(6040)
+    assert mb.at(6050, RequestFailed("heartbeat", "connection reset")) == []
+    assert mb.run_until(6150) == [(6150, FindCoordinator())]
     lookups_fail = {"find": lambda sent: CoordinatorLookupFailed("no broker")}
-    mb.run_until(10_029, lookups_fail)
+    mb.run_until(10_039, lookups_fail)
     assert mb.machine.is_stable()
     assert mb.issued(Lost) == []
-    assert mb.run_until(10_030, lookups_fail) == [(10_030, Lost(1, "m1", ANY))]
-    assert mb.issued(SendHeartbeat) == [3030, 6030]
+    assert mb.run_until(10_040, lookups_fail) == [(10_040, Lost(1, "m1", ANY))]
+    assert mb.issued(SendHeartbeat) == [SYNC_HEARTBEAT, 3040, 6040]
 
 
 def test_lease_lost_when_every_heartbeat_says_not_coordinator() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, HeartbeatAnswered(3030, NONE)) == []
-    mb.run_until(6030)
-    assert mb.at(6040, HeartbeatAnswered(6030, NOT_COORDINATOR)) == [FindCoordinator()]
-    assert mb.at(6050, CoordinatorFound()) == []
+    mb.run_until(3040)
+    assert mb.at(3050, HeartbeatAnswered(3040, NONE)) == []
+    mb.run_until(6040)
+    assert mb.at(6050, HeartbeatAnswered(6040, NOT_COORDINATOR)) == [FindCoordinator()]
+    assert mb.at(6060, CoordinatorFound()) == []
     moving = {**answer_heartbeats(NOT_COORDINATOR), "find": lambda sent: CoordinatorFound()}
-    mb.run_until(10_029, moving)
+    mb.run_until(10_039, moving)
     assert mb.machine.is_stable()
-    assert mb.run_until(10_030, moving) == [(10_030, Lost(1, "m1", ANY))]
-    assert mb.issued(SendHeartbeat) == [3030, 6030, 9030]
+    assert mb.run_until(10_040, moving) == [(10_040, Lost(1, "m1", ANY))]
+    assert mb.issued(SendHeartbeat) == [SYNC_HEARTBEAT, 3040, 6040, 9040]
 
 
 def test_late_acknowledgement_counts_from_its_send_time() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    # Answered after 3.5 s: the coordinator may have received it right after 3030, no later.
-    assert mb.at(6500, HeartbeatAnswered(3030, NONE)) == [SendHeartbeat(1, "m1")]  # the overdue one
-    assert mb.machine.lease_deadline() == 3030 + SESSION - MARGIN
-    assert mb.run_until(10_030) == [(10_030, Lost(1, "m1", ANY))]
+    mb.run_until(3040)
+    # Answered after 3.46 s: the coordinator may have received it right after 3040, no later.
+    assert mb.at(6500, HeartbeatAnswered(3040, NONE)) == [SendHeartbeat(1, "m1")]  # the overdue one
+    assert mb.machine.lease_deadline() == 3040 + SESSION - MARGIN
+    assert mb.run_until(10_040) == [(10_040, Lost(1, "m1", ANY))]
 
 
 def test_rebalance_lease_when_the_app_does_not_poll() -> None:
     mb = to_stable()
     assert mb.at(3000, Polled()) == []  # the last poll: max poll interval ends at 63000
-    mb.run_until(3030)
-    assert mb.at(3030, HeartbeatAnswered(3030, NONE)) == []  # the last stable acknowledgement
-    mb.run_until(6030)
-    assert mb.at(6031, HeartbeatAnswered(6030, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
-    assert mb.machine.lease_deadline() == 6030 + SESSION - MARGIN  # still the session's, for now
-    rebalance_lease = 3030 + SETTINGS.rebalance_timeout_ms - MARGIN  # 60030
+    mb.run_until(3040)
+    assert mb.at(3040, HeartbeatAnswered(3040, NONE)) == []  # the last stable acknowledgement
+    mb.run_until(6040)
+    assert mb.at(6041, HeartbeatAnswered(6040, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
+    assert mb.machine.lease_deadline() == 6040 + SESSION - MARGIN  # still the session's, for now
+    rebalance_lease = 3040 + SETTINGS.rebalance_timeout_ms - MARGIN  # 60040
     # The coordinator keeps acknowledging heartbeats, but nobody runs the PrepareJoin.
     mb.run_until(rebalance_lease - 1, answer_heartbeats(REBALANCE_IN_PROGRESS))
     assert mb.machine.is_stable()
@@ -388,11 +446,11 @@ def test_rebalance_lease_when_the_app_does_not_poll() -> None:
 
 def test_rebalance_lease_is_capped_by_the_session_lease() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, HeartbeatAnswered(3030, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
-    # Rebalance lease 30 + 60000 - 3000; session lease 3030 + 10000 - 3000 is earlier.
-    assert mb.machine.lease_deadline() == 3030 + SESSION - MARGIN
-    assert mb.run_until(10_030) == [(6030, SendHeartbeat(1, "m1")), (10_030, Lost(1, "m1", ANY))]
+    mb.run_until(3040)
+    assert mb.at(3050, HeartbeatAnswered(3040, REBALANCE_IN_PROGRESS)) == [PrepareJoin(1, "m1", True)]
+    # Rebalance lease 40 + 60000 - 3000; session lease 3040 + 10000 - 3000 is earlier.
+    assert mb.machine.lease_deadline() == 3040 + SESSION - MARGIN
+    assert mb.run_until(10_040) == [(6040, SendHeartbeat(1, "m1")), (10_040, Lost(1, "m1", ANY))]
 
 
 HEARTBEAT_ERRORS = [
@@ -420,8 +478,9 @@ def test_never_stable_past_the_session_of_the_last_acknowledged_request(data: st
     # A long max poll interval too, so that the rebalance lease, not the poll, ends a rebalance.
     max_poll = data.draw(st.sampled_from([SETTINGS.max_poll_interval_ms, 300_000, 300_000]), label="max poll")
     mb = Member(dataclasses.replace(SETTINGS, max_poll_interval_ms=max_poll), stall_step_ms=250)
-    acked = [SYNC_SENT]  # the send time of the last acknowledged request
-    acked_stable = [SYNC_SENT]  # ... of the last one answered as stable (NONE)
+    # to_stable ends with the heartbeat sent with SyncGroup's answer acknowledged (NONE).
+    acked = [SYNC_HEARTBEAT]  # the send time of the last acknowledged request
+    acked_stable = [SYNC_HEARTBEAT]  # ... of the last one answered as stable (NONE)
     rebalancing = [False]  # a heartbeat was answered REBALANCE_IN_PROGRESS
 
     def check(mb: Member) -> None:
@@ -516,13 +575,14 @@ def test_polling_keeps_the_member_in_the_group() -> None:
         assert mb.at(t, Polled()) == []
     assert mb.machine.is_stable()
     assert mb.issued(Lost) == []
-    assert len(mb.issued(SendHeartbeat)) == (200_000 - 30) // INTERVAL
+    # The one at 40, then one every interval.
+    assert mb.issued(SendHeartbeat) == list(range(SYNC_HEARTBEAT, 200_001, INTERVAL))
 
 
 def test_max_poll_interval_is_enforced_at_the_deadline_it_announces() -> None:
     mb = to_stable(Member(dataclasses.replace(SETTINGS, max_poll_interval_ms=5000)))
-    mb.run_until(3030)
-    assert mb.at(3030, HeartbeatAnswered(3030, NONE)) == []
+    mb.run_until(3040)
+    assert mb.at(3040, HeartbeatAnswered(3040, NONE)) == []
     assert mb.machine.next_deadline() == 5000  # last poll at 0 (JoinWanted)
     assert mb.tick_at_deadline() == [Lost(1, "m1", ANY), SendLeaveGroup("m1", ANY)]
 
@@ -557,11 +617,11 @@ def test_sync_to_a_moved_coordinator_finds_it_and_joins_again(error: int) -> Non
 @MOVED
 def test_heartbeat_to_a_moved_coordinator_finds_it_and_heartbeats_on(error: int) -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, HeartbeatAnswered(3030, error)) == [FindCoordinator()]
+    mb.run_until(3040)
+    assert mb.at(3050, HeartbeatAnswered(3040, error)) == [FindCoordinator()]
     assert mb.machine.is_stable()
-    assert mb.at(3050, CoordinatorFound()) == []
-    assert mb.run_until(6030) == [(6030, SendHeartbeat(1, "m1"))]
+    assert mb.at(3060, CoordinatorFound()) == []
+    assert mb.run_until(6040) == [(6040, SendHeartbeat(1, "m1"))]
 
 
 def test_join_coordinator_loading_retries_after_backoff() -> None:
@@ -581,11 +641,11 @@ def test_sync_coordinator_loading_joins_again_after_backoff() -> None:
 
 def test_heartbeat_coordinator_loading_keeps_heartbeating() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, HeartbeatAnswered(3030, COORDINATOR_LOAD_IN_PROGRESS)) == []
+    mb.run_until(3040)
+    assert mb.at(3050, HeartbeatAnswered(3040, COORDINATOR_LOAD_IN_PROGRESS)) == []
     assert mb.machine.is_stable()
     assert mb.machine.lease_deadline() == LEASE  # not an acknowledgement
-    assert mb.run_until(6030) == [(6030, SendHeartbeat(1, "m1"))]
+    assert mb.run_until(6040) == [(6040, SendHeartbeat(1, "m1"))]
 
 
 def test_lookup_failure_retries_after_backoff() -> None:
@@ -615,12 +675,12 @@ def test_sync_request_failure_finds_the_coordinator_and_joins_again() -> None:
 
 def test_heartbeat_request_failure_finds_the_coordinator_after_backoff() -> None:
     mb = to_stable()
-    mb.run_until(3030)
-    assert mb.at(3040, RequestFailed("heartbeat", "connection reset")) == []
+    mb.run_until(3040)
+    assert mb.at(3050, RequestFailed("heartbeat", "connection reset")) == []
     assert mb.machine.is_stable()
-    assert mb.run_until(3140) == [(3140, FindCoordinator())]
-    assert mb.at(3150, CoordinatorFound()) == []
-    assert mb.run_until(6030) == [(6030, SendHeartbeat(1, "m1"))]
+    assert mb.run_until(3150) == [(3150, FindCoordinator())]
+    assert mb.at(3160, CoordinatorFound()) == []
+    assert mb.run_until(6040) == [(6040, SendHeartbeat(1, "m1"))]
 
 
 # --- errors a retry cannot fix ----------------------------------------------------------------------
@@ -667,7 +727,10 @@ def test_sync_error_a_retry_cannot_fix_fails_the_join() -> None:
 def test_on_join_complete_failing_starts_a_new_round() -> None:
     mb = Member()
     to_completing(mb)
-    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
+    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
     assert mb.at(50, Completed(ok=False)) == [PrepareJoin(1, "m1", False)]
     assert not mb.machine.is_stable()
     assert mb.machine.lease_deadline() is None
@@ -772,9 +835,15 @@ def test_sync_refused_starts_over_with_reset_generation(error: int, member_after
 def test_rebalance_seen_while_completing_is_not_forgotten() -> None:
     mb = Member()
     to_completing(mb)
-    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
-    mb.run_until(3030)  # the application is slow to run on_join_complete
-    assert mb.at(3035, HeartbeatAnswered(3030, REBALANCE_IN_PROGRESS)) == []
+    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
+    # The heartbeat sent at once learns of the next rebalance while the application is slow to
+    # run on_join_complete.
+    assert mb.at(45, HeartbeatAnswered(40, REBALANCE_IN_PROGRESS)) == []
+    mb.run_until(3040)
+    assert mb.issued(SendHeartbeat) == [40, 3040]
     mb.at(3100, Completed(ok=True))
     mb.run_until(20_000, answer_heartbeats(REBALANCE_IN_PROGRESS))
     assert PrepareJoin(1, "m1", True) in [a for _, a in mb.actions_since(3100)]
@@ -784,9 +853,12 @@ def test_rebalance_seen_while_completing_is_not_forgotten() -> None:
 def test_completed_after_the_generation_was_lost_does_not_make_it_stable(error: int) -> None:
     mb = Member()
     to_completing(mb)
-    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [Complete(1, "m1", "range", b"A")]
-    mb.run_until(3030)
-    assert mb.at(3035, HeartbeatAnswered(3030, error)) == []  # nothing held yet: no Lost
+    assert mb.at(40, SyncAnswered(30, NONE, b"A")) == [
+        Complete(1, "m1", "range", b"A"),
+        SendHeartbeat(1, "m1"),
+    ]
+    mb.run_until(3030)  # the application is slow to run on_join_complete
+    assert mb.at(3035, HeartbeatAnswered(40, error)) == []  # nothing held yet: no Lost
     assert mb.machine.state is MemberState.LOST
     mb.at(3100, Completed(ok=True))
     # The generation is gone; claiming an assignment now (with no lease at all) is unsafe.
@@ -795,29 +867,29 @@ def test_completed_after_the_generation_was_lost_does_not_make_it_stable(error: 
 
 def _heartbeat_in_flight(mb: Member) -> None:
     to_stable(mb)
-    mb.run_until(3030)  # sent, unanswered; the next is due at 6030
-    mb.run_until(6030)
+    mb.run_until(3040)  # sent, unanswered; the next is due at 6040
+    mb.run_until(6040)
 
 
 def _join_outstanding(mb: Member) -> None:
     to_stable(mb)
-    mb.run_until(3030)
-    mb.at(3035, HeartbeatAnswered(3030, REBALANCE_IN_PROGRESS))
-    mb.at(3040, Prepared(PROTOCOLS))  # JoinGroup out; the coordinator holds it for seconds
-    mb.run_until(6030)
+    mb.run_until(3040)
+    mb.at(3045, HeartbeatAnswered(3040, REBALANCE_IN_PROGRESS))
+    mb.at(3050, Prepared(PROTOCOLS))  # JoinGroup out; the coordinator holds it for seconds
+    mb.run_until(6040)
 
 
 def _coordinator_unknown(mb: Member) -> None:
     to_stable(mb)
-    mb.run_until(3030)
-    mb.at(3035, HeartbeatAnswered(3030, NOT_COORDINATOR))
-    mb.at(3040, CoordinatorLookupFailed("no broker"))
-    mb.run_until(6030, {"find": lambda sent: CoordinatorLookupFailed("no broker")})
+    mb.run_until(3040)
+    mb.at(3045, HeartbeatAnswered(3040, NOT_COORDINATOR))
+    mb.at(3050, CoordinatorLookupFailed("no broker"))
+    mb.run_until(6040, {"find": lambda sent: CoordinatorLookupFailed("no broker")})
 
 
 def _lost_by_lease(mb: Member) -> None:
     to_stable(mb)
-    mb.run_until(LEASE)  # Lost at 7030; the heartbeat sent at 3030 is still unanswered
+    mb.run_until(LEASE)  # Lost at 7040; the heartbeat sent at 3040 is still unanswered
 
 
 @pytest.mark.parametrize(
