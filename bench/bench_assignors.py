@@ -22,7 +22,8 @@ Each assignor gets its inputs in its own form, built before the clock starts: ou
 ``Subscription`` objects, kafka-python's ``JoinGroupResponseMember`` objects with decoded
 ``ConsumerProtocolSubscription`` metadata (previous assignment in ``StickyAssignorUserData`` for
 its sticky assignor, ``owned_partitions`` and ``generation_id`` for its cooperative one) and a
-``ClusterMetadata`` fed a ``MetadataResponse``. The garbage collector stays on, as in a real
+``ClusterMetadata`` fed a ``MetadataResponse`` (the adapters of ``bench/kafka_python_assignors.py``,
+which the equivalence tests use too). The garbage collector stays on, as in a real
 leader; a call shorter than 50 ms is repeated in a loop and averaged. The ratio column is
 kafka-python's time divided by ours.
 
@@ -44,11 +45,11 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
+from coordinator_consumer._model import Assignment, Cluster, Subscription
 from coordinator_consumer._sticky import assign_cooperative_sticky, assign_sticky
 from coordinator_consumer._uniform import assign_uniform
 from kafka.cluster import ClusterMetadata
@@ -56,10 +57,7 @@ from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssi
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from kafka.protocol.consumer import ConsumerProtocolSubscription
-from kafka.protocol.consumer.group import JoinGroupResponse
-from kafka.protocol.metadata import MetadataResponse
-from kafka.structs import TopicPartition as KafkaTopicPartition
+from kafka_python_assignors import from_kafka, kafka_cluster, kafka_members
 
 DEFAULT_GRID = ["10x100", "100x1000", "1000x10000", "10000x100000"]
 QUICK_GRID = ["10x100", "100x1000"]
@@ -153,83 +151,6 @@ def make_group(members: int, partitions: int) -> tuple[list[Subscription], Clust
     cluster = Cluster(partitions={f"topic-{t:05d}": per_topic + (t < extra) for t in range(n_topics)})
     topics = frozenset(cluster.partitions)
     return [Subscription(member_id=f"member-{m:06d}", topics=topics) for m in range(members)], cluster
-
-
-def kafka_cluster(partitions: Mapping[str, int]) -> ClusterMetadata:
-    """A kafka-python ClusterMetadata fed a MetadataResponse, as a real consumer's is."""
-    v = 1
-    wire_partition = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-    response = MetadataResponse(
-        version=v,
-        brokers=[
-            MetadataResponse.MetadataResponseBroker(
-                node_id=0, host="localhost", port=9092, rack=None, version=v
-            )
-        ],
-        controller_id=0,
-        topics=[
-            MetadataResponse.MetadataResponseTopic(
-                error_code=0,
-                name=topic,
-                is_internal=False,
-                partitions=[
-                    wire_partition(
-                        error_code=0,
-                        partition_index=p,
-                        leader_id=0,
-                        replica_nodes=[0],
-                        isr_nodes=[0],
-                        version=v,
-                    )
-                    for p in range(count)
-                ],
-                version=v,
-            )
-            for topic, count in partitions.items()
-        ],
-    )
-    cluster = ClusterMetadata()
-    cluster.update_metadata(response)
-    return cluster
-
-
-def kafka_members(form: str, subscriptions: Sequence[Subscription]) -> list[Any]:
-    """Our subscriptions in kafka-python's form for one of its assignors."""
-    members = []
-    for s in subscriptions:
-        topics = sorted(s.topics)
-        if form == "sticky":
-            owned = [KafkaTopicPartition(p.topic, p.partition) for p in s.owned] if s.owned else None
-            metadata = StickyPartitionAssignor._metadata(topics, owned, s.generation)
-        elif form == "cooperative":
-            by_topic: dict[str, list[int]] = {}
-            for p in s.owned:
-                by_topic.setdefault(p.topic, []).append(p.partition)
-            metadata = ConsumerProtocolSubscription(
-                version=2,
-                topics=topics,
-                user_data=b"",
-                owned_partitions=[
-                    ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=sorted(ps))
-                    for t, ps in sorted(by_topic.items())
-                ],
-                generation_id=s.generation,
-            )
-        else:
-            metadata = ConsumerProtocolSubscription(version=0, topics=topics, user_data=b"")
-        members.append(
-            JoinGroupResponse.JoinGroupResponseMember(
-                member_id=s.member_id, group_instance_id=s.group_instance_id, metadata=metadata
-            )
-        )
-    return members
-
-
-def from_kafka(result: Mapping[str, Any]) -> Assignment:
-    return {
-        m: tuple(TopicPartition(p.topic, p.partition) for p in sorted(a.partitions()))
-        for m, a in result.items()
-    }
 
 
 # --------------------------------------------------------------------------------------------

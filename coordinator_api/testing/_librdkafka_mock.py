@@ -146,6 +146,9 @@ class _Librdkafka:
                 func = getattr(lib, name)
                 func.argtypes = [c_void_p, ctypes.c_int32]
                 func.restype = c_int
+        if hasattr(lib, "rd_kafka_mock_broker_set_rack"):
+            lib.rd_kafka_mock_broker_set_rack.argtypes = [c_void_p, ctypes.c_int32, c_char_p]
+            lib.rd_kafka_mock_broker_set_rack.restype = c_int
 
     def has_symbol(self, name: str) -> bool:
         return hasattr(self._lib, name)
@@ -204,8 +207,8 @@ class _Librdkafka:
             )
         )
 
-    def mock_broker_set(self, symbol: str, mcluster: int, broker_id: int) -> int:
-        return int(getattr(self._lib, symbol)(mcluster, broker_id))
+    def mock_broker_set(self, symbol: str, mcluster: int, broker_id: int, *args: bytes) -> int:
+        return int(getattr(self._lib, symbol)(mcluster, broker_id, *args))
 
 
 def _find_bundled_library() -> Path:
@@ -466,11 +469,21 @@ class LibrdkafkaMockCluster:
         """
         self._broker_set("rd_kafka_mock_broker_set_up", broker_id)
 
-    def _broker_set(self, symbol: str, broker_id: int) -> None:
+    def set_broker_rack(self, broker_id: int, rack: str) -> None:
+        """Put broker ``broker_id`` in ``rack`` (reported in Metadata, for rack-aware assignors).
+
+        Raises:
+            LibrdkafkaMockUnavailable: If this librdkafka lacks the function.
+            LibrdkafkaMockError: If the broker does not exist.
+            RuntimeError: If the cluster is not running.
+        """
+        self._broker_set("rd_kafka_mock_broker_set_rack", broker_id, rack.encode())
+
+    def _broker_set(self, symbol: str, broker_id: int, *args: bytes) -> None:
         lib, mcluster = self._running()
         if not lib.has_symbol(symbol):
             raise LibrdkafkaMockUnavailable(f"librdkafka at {lib.path} has no {symbol}")
-        err = lib.mock_broker_set(symbol, mcluster, broker_id)
+        err = lib.mock_broker_set(symbol, mcluster, broker_id, *args)
         self._check(symbol, err, f"broker {broker_id}")
 
     def _running(self) -> tuple[_Librdkafka, int]:

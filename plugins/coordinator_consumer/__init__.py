@@ -19,10 +19,10 @@ third-party plugin. It provides:
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
+from coordinator_api import AssignorRegistry, CommitFailedError, PayloadDecoderRegistry, hookimpl
 from coordinator_consumer._describe import describe_assignment, describe_subscription
 from coordinator_consumer._kafka_consumer import AssignedConsumer
-from coordinator_consumer._member import CommitFailedError, ConsumerGroupMember
+from coordinator_consumer._member import ConsumerGroupMember
 from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
 from coordinator_consumer._protocol import (

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kafka.protocol.consumer.group import OffsetCommitRequest
+import kafka.errors
 from kafka.protocol.metadata import MetadataRequest
 
-from coordinator_api import ConfigurationError, Coordinator, GroupError, JoinedMember
+from coordinator_api import ConfigurationError, Coordinator, JoinedMember
 from coordinator_consumer._model import Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import validate_assignment
 from coordinator_consumer._protocol import (
@@ -23,9 +25,10 @@ from coordinator_consumer._protocol import (
 
 PartitionsCallback = Callable[[frozenset[TopicPartition]], None]
 
+log = logging.getLogger("coordinator_consumer")
 
-class CommitFailedError(GroupError):
-    """The coordinator refused an offset commit (a stale generation, an unknown member...)."""
+#: Kafka's default ``metadata.max.age.ms``: how often a pattern subscription looks for new topics.
+DEFAULT_METADATA_MAX_AGE_MS = 300_000
 
 
 class ConsumerGroupMember(Coordinator):
@@ -47,10 +50,24 @@ class ConsumerGroupMember(Coordinator):
     the next. With the other (eager) assignors every partition is revoked when a rebalance
     starts. ``on_partitions_lost`` runs on the heartbeat thread when the lease runs out.
 
+    **Racks.** As leader, the member reads the racks of each partition's replicas from the
+    cluster's Metadata (each broker's ``rack``, each partition's ``replica_nodes``) and gives
+    them to the assignor, which matches members' racks to them when Kafka's rule says it helps
+    (KIP-881; :mod:`coordinator_consumer._racks`). Members advertise their rack with ``rack``
+    (``client.rack`` in Kafka; ConsumerProtocolSubscription v3).
+
+    **Patterns.** With ``pattern``, the member subscribes to every topic whose whole name
+    matches. Like Kafka's consumer, it looks at the cluster's topics again every
+    ``metadata_max_age_ms`` (checked in :meth:`poll`) and rejoins when the matching set changed,
+    so a topic created later is assigned in the next rebalance.
+
     :param topics: the topics to subscribe to, or
     :param pattern: a regular expression over the topic names the cluster reports.
     :param assignor: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky`` or ``uniform``.
     :param rack: this member's rack, for rack-aware assignment.
+    :param options: the settings of :class:`~coordinator_api.Coordinator`; among them
+        ``metadata_max_age_ms`` (default 300000, as Kafka's) also sets how often a pattern
+        subscription is checked for new or deleted topics.
     """
 
     def __init__(
@@ -89,6 +106,14 @@ class ConsumerGroupMember(Coordinator):
         self._lock = threading.Lock()
         self._owned: frozenset[TopicPartition] = frozenset()
         self._owned_generation = -1
+        max_age_ms = options.get("metadata_max_age_ms", DEFAULT_METADATA_MAX_AGE_MS)
+        if not isinstance(max_age_ms, int) or max_age_ms <= 0:
+            raise ConfigurationError(
+                f"group {group_id!r}: metadata_max_age_ms must be a positive integer, got {max_age_ms!r}"
+            )
+        self._metadata_max_age_s = max_age_ms / 1000
+        self._joined_topics: frozenset[str] | None = None  # what the last JoinGroup subscribed to
+        self._next_topics_check = 0.0
 
     # --- the Coordinator contract ------------------------------------------------------------------
 
@@ -98,8 +123,11 @@ class ConsumerGroupMember(Coordinator):
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
             owned, generation = sorted(self._owned), self._owned_generation
+        topics = self._subscribed_topics()
+        self._joined_topics = topics
+        self._next_topics_check = time.monotonic() + self._metadata_max_age_s
         subscription = encode_subscription(
-            sorted(self._subscribed_topics()), owned=owned, generation=generation, rack=self._rack
+            sorted(topics), owned=owned, generation=generation, rack=self._rack
         )
         return [(self._assignor_name, subscription)]
 
@@ -118,7 +146,7 @@ class ConsumerGroupMember(Coordinator):
                 # Not a consumer-protocol member: it subscribes to nothing and gets nothing.
                 subscriptions.append(Subscription(member_id=member.member_id, topics=frozenset()))
         topics = frozenset().union(*(s.topics for s in subscriptions))
-        cluster = Cluster(partitions=self._partition_counts(topics))
+        cluster = self._cluster(topics)
         assignment = ASSIGNORS[protocol](subscriptions, cluster)
         validate_assignment(assignment, subscriptions, cluster)
         return {member_id: encode_assignment(list(parts)) for member_id, parts in assignment.items()}
@@ -146,6 +174,15 @@ class ConsumerGroupMember(Coordinator):
             # What this member gave up goes to its new owner in the next round.
             self.request_rejoin("partitions were revoked and must be reassigned")
 
+    def on_leave_prepare(self) -> None:
+        # Leaving (close, leave_group, max poll interval): hand everything back first, as
+        # Kafka's consumer does, so the next owners start after this member has stopped.
+        with self._lock:
+            revoked, self._owned = self._owned, frozenset()
+            self._owned_generation = -1
+        if revoked and self._revoked is not None:
+            self._revoked(revoked)
+
     def on_lost(self, reason: str) -> None:
         with self._lock:
             lost, self._owned = self._owned, frozenset()
@@ -154,6 +191,13 @@ class ConsumerGroupMember(Coordinator):
             self._lost_cb(lost)
 
     # --- the application's view ---------------------------------------------------------------------
+
+    def poll(self, timeout: float = 0.0) -> None:
+        """Follow the group (see :meth:`Coordinator.poll <coordinator_api.Coordinator.poll>`); with a
+        pattern subscription, first rejoin if the matching topics changed (checked every
+        ``metadata_max_age_ms``)."""
+        self._check_pattern_topics()
+        super().poll(timeout)
 
     def assignment(self) -> set[tuple[str, int]]:
         """The partitions this member owns now, as (topic, partition) pairs."""
@@ -166,43 +210,7 @@ class ConsumerGroupMember(Coordinator):
         :raises CommitFailedError: the coordinator refused (e.g. the member's generation is
             stale: it must not process these partitions any more).
         """
-        generation = self.generation()
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), offset in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(
-                OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                    partition_index=partition,
-                    committed_offset=offset,
-                    committed_leader_epoch=-1,
-                    committed_metadata="",
-                )
-            )
-        request = OffsetCommitRequest(
-            group_id=self.group_id,
-            generation_id_or_member_epoch=generation.generation_id,
-            member_id=generation.member_id,
-            group_instance_id=None,
-            retention_time_ms=-1,
-            topics=[
-                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
-                for t, p in by_topic.items()
-            ],
-        )
-        response = self.send_request(request, to_coordinator=True)
-        errors = sorted(
-            (t.name, p.partition_index, p.error_code)
-            for t in response.topics
-            for p in t.partitions
-            if p.error_code
-        )
-        if errors:
-            raise CommitFailedError(
-                f"offset commit refused for generation {generation.generation_id}: "
-                + ", ".join(f"{t}-{p}: error {e}" for t, p, e in errors)
-                + "; stop processing those partitions and poll to rejoin",
-                group_id=self.group_id,
-                member_id=generation.member_id,
-            )
+        self.commit_offsets(offsets)
 
     # --- helpers --------------------------------------------------------------------------------------
 
@@ -210,12 +218,42 @@ class ConsumerGroupMember(Coordinator):
         if self._pattern is None:
             return self._topics
         pattern = self._pattern
-        return frozenset(t for t in self._partition_counts(None) if pattern.fullmatch(t))
+        return frozenset(t for t in self._cluster(None).partitions if pattern.fullmatch(t))
 
-    def _partition_counts(self, topics: Iterable[str] | None) -> dict[str, int]:
-        """Partition counts from the cluster's Metadata (None: every topic)."""
+    def _check_pattern_topics(self) -> None:
+        joined = self._joined_topics
+        if self._pattern is None or joined is None or time.monotonic() < self._next_topics_check:
+            return
+        self._next_topics_check = time.monotonic() + self._metadata_max_age_s
+        try:
+            topics = self._subscribed_topics()
+        except (ConnectionError, kafka.errors.KafkaError) as exc:
+            # As Kafka's consumer: a failed refresh is retried at the next one, the group goes on.
+            log.warning("group %s: cannot list the cluster's topics (%s); retrying later", self.group_id, exc)
+            return
+        if topics != joined:
+            added, removed = sorted(topics - joined), sorted(joined - topics)
+            self.request_rejoin(
+                f"the topics matching {self._pattern.pattern!r} changed (new: {added}, gone: {removed})"
+            )
+
+    def _cluster(self, topics: Iterable[str] | None) -> Cluster:
+        """Partition counts and replica racks from the cluster's Metadata (None: every topic)."""
         requested = (
             None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)]
         )
         response = self.send_request(MetadataRequest(topics=requested, allow_auto_topic_creation=False))
-        return {t.name: len(t.partitions) for t in response.topics if t.error_code == 0}
+        broker_racks = {b.node_id: b.rack for b in response.brokers if getattr(b, "rack", None)}
+        partitions: dict[str, int] = {}
+        replica_racks: dict[TopicPartition, frozenset[str]] = {}
+        for topic in response.topics:
+            if topic.error_code != 0:
+                continue
+            partitions[topic.name] = len(topic.partitions)
+            if not broker_racks:
+                continue
+            for partition in topic.partitions:
+                racks = frozenset(broker_racks[n] for n in partition.replica_nodes if n in broker_racks)
+                if racks:
+                    replica_racks[TopicPartition(topic.name, partition.partition_index)] = racks
+        return Cluster(partitions=partitions, replica_racks=replica_racks)

@@ -11,9 +11,12 @@ This module also holds :func:`member_order`, the order Kafka's assignors put mem
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain, repeat
+from operator import attrgetter
 
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import subscriptions_by_member
+from coordinator_consumer._racks import use_rack_aware_assignment
 
 __all__ = ["assign_range", "java_string_order", "member_order"]
 
@@ -54,7 +57,9 @@ def member_order(subscriptions: Iterable[Subscription]) -> list[Subscription]:
     return sorted(subscriptions, key=key)
 
 
-def assign_range(subscriptions: Sequence[Subscription], cluster: Cluster) -> Assignment:
+def assign_range(
+    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool | None = None
+) -> Assignment:
     """Assign partitions exactly as Kafka's ``RangeAssignor`` (3.5+) does.
 
     For each topic, its subscribers in :func:`member_order` get contiguous ranges of its
@@ -71,10 +76,14 @@ def assign_range(subscriptions: Sequence[Subscription], cluster: Cluster) -> Ass
     partition ``p`` of all of them goes to one member, whose rack has a replica of each, if any.
     What cannot be matched is then assigned by plain ranges.
 
-    Pure and deterministic: the order of ``subscriptions`` does not matter.
+    Pure and deterministic: the order of ``subscriptions`` does not matter. Without rack
+    matching it costs O(members + partitions), whatever the number of topics.
 
     :param subscriptions: one per member; ``topics``, ``group_instance_id`` and ``rack`` are read.
     :param cluster: partition counts, and the racks of each partition's replicas.
+    :param rack_aware: ``None`` (default) for KIP-881's per-topic rule above, ``True`` to match
+        racks even in topics whose partitions all have the same racks, ``False`` to ignore racks
+        (see :mod:`coordinator_consumer._racks`).
     :returns: member id -> its partitions, sorted; every member is a key (``()`` if it gets none).
     :raises ValueError: when two subscriptions carry the same member id.
 
@@ -98,21 +107,69 @@ def assign_range(subscriptions: Sequence[Subscription], cluster: Cluster) -> Ass
     """
     by_member = subscriptions_by_member(subscriptions)
     ordered = member_order(by_member.values())
-    racks = {s.member_id: s.rack for s in ordered if s.rack}
-
-    states: list[_TopicState] = []
-    for topic in sorted({t for s in ordered for t in s.topics}):
-        count = cluster.partitions.get(topic, 0)
-        if count > 0:
-            consumers = [s.member_id for s in ordered if topic in s.topics]
-            states.append(_TopicState(topic, count, consumers, racks, cluster.replica_racks))
-
+    topics = _subscribers_by_topic(ordered, cluster.partitions)
     assignment: dict[str, list[TopicPartition]] = {member_id: [] for member_id in by_member}
-    if any(state.needs_rack_aware_assignment for state in states):
-        _assign_with_rack_matching(states, assignment)
-    for state in states:
-        _assign_ranges(state, lambda _consumer, _partition: True, assignment)
-    return {member_id: tuple(sorted(partitions)) for member_id, partitions in assignment.items()}
+
+    racks = {s.member_id: s.rack for s in ordered if s.rack} if rack_aware is not False else {}
+    if racks:
+        states = [
+            _TopicState(topic, count, consumers, racks, cluster.replica_racks, rack_aware)
+            for topic, count, consumers in topics
+        ]
+        if any(state.needs_rack_aware_assignment for state in states):
+            _assign_with_rack_matching(states, assignment)
+            for state in states:
+                _assign_ranges(state, lambda _consumer, _partition: True, assignment)
+            return {member_id: tuple(sorted(parts, key=_ORDER)) for member_id, parts in assignment.items()}
+
+    # Plain ranges: work in proportion to the partitions, not to partitions x members. Topics go in
+    # name order and each range upwards, so every member's list comes out sorted.
+    for topic, count, consumers in topics:
+        partitions = list(map(TopicPartition, repeat(topic, count), range(count)))
+        per, extra = divmod(count, len(consumers))
+        if per == 0:  # more members than partitions: the first ``count`` take one each
+            for consumer, partition in zip(consumers[:count], partitions, strict=True):
+                assignment[consumer].append(partition)
+            continue
+        start = 0
+        for k, consumer in enumerate(consumers):
+            end = start + per + (k < extra)
+            assignment[consumer].extend(partitions[start:end])
+            start = end
+    return {member_id: tuple(parts) for member_id, parts in assignment.items()}
+
+
+_ORDER = attrgetter("topic", "partition")
+
+
+def _subscribers_by_topic(
+    ordered: Sequence[Subscription], counts: Mapping[str, int]
+) -> list[tuple[str, int, list[str]]]:
+    """(topic, partition count, subscribers in member order) for every subscribed topic with
+    partitions, in topic order.
+
+    Members with the same subscription are handled together, so that a group where everybody
+    reads the same topics costs O(members + topics), not O(members x topics).
+    """
+    positions_of: dict[frozenset[str], list[int]] = {}
+    for position, subscription in enumerate(ordered):
+        positions_of.setdefault(subscription.topics, []).append(position)
+    classes = list(positions_of.values())
+    classes_of: dict[str, list[int]] = {}
+    for c, topics in enumerate(positions_of):
+        for topic in topics:
+            if counts.get(topic, 0) > 0:
+                classes_of.setdefault(topic, []).append(c)
+    subscribers: dict[tuple[int, ...], list[str]] = {}
+    result = []
+    for topic in sorted(classes_of):
+        key = tuple(classes_of[topic])
+        consumers = subscribers.get(key)
+        if consumers is None:
+            positions = classes[key[0]] if len(key) == 1 else sorted(chain(*(classes[c] for c in key)))
+            consumers = subscribers[key] = [ordered[p].member_id for p in positions]
+        result.append((topic, counts[topic], consumers))
+    return result
 
 
 class _TopicState:
@@ -141,6 +198,7 @@ class _TopicState:
         consumers: list[str],
         member_racks: Mapping[str, str],
         replica_racks: Mapping[TopicPartition, frozenset[str]],
+        rack_aware: bool | None,
     ) -> None:
         self.topic = topic
         self.count = count
@@ -158,11 +216,8 @@ class _TopicState:
             if consumer_racks
             else {}
         )
-        all_partition_racks = frozenset().union(*self.partition_racks.values())
-        self.needs_rack_aware_assignment = (
-            bool(consumer_racks)
-            and not consumer_racks.isdisjoint(all_partition_racks)
-            and any(racks != all_partition_racks for racks in self.partition_racks.values())
+        self.needs_rack_aware_assignment = use_rack_aware_assignment(
+            consumer_racks, list(self.partition_racks.values()), rack_aware
         )
 
     def racks_match(self, consumer: str, partition: int) -> bool:

@@ -44,6 +44,7 @@ from typing import cast
 
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import owned_partitions
+from coordinator_consumer._racks import use_rack_aware_assignment
 
 __all__ = ["assign_cooperative_sticky", "assign_sticky"]
 
@@ -51,7 +52,7 @@ _MEMBER_ID = attrgetter("member_id")
 
 
 def assign_sticky(
-    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool = False
+    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool | None = None
 ) -> Assignment:
     """Assign partitions as Kafka's ``StickyAssignor`` does: balanced first, then sticky.
 
@@ -66,8 +67,11 @@ def assign_sticky(
     * **Deterministic.** The result depends on the members' ids, subscriptions, claims, racks and
       the cluster, never on the order of ``subscriptions`` or of a member's ``owned``.
 
-    **Rack-aware mode** (``rack_aware=True``; it acts only when some member has a non-empty rack
-    and some partition has replica racks in ``cluster.replica_racks``). A member *matches* a
+    **Rack-aware mode** (KIP-881). By default (``rack_aware=None``) it is on when Kafka's rule
+    says racks help (:mod:`coordinator_consumer._racks`: some member has a non-empty rack, it meets
+    the replica racks in ``cluster.replica_racks``, and not every partition has the same racks);
+    ``rack_aware=True`` turns it on whenever the members' and replicas' racks meet;
+    ``rack_aware=False`` ignores racks. A member *matches* a
     partition when the member's rack is one of the partition's replica racks; a member without a
     rack, or a partition without known racks, is neutral (neither matched nor mismatched). The
     rule, in priority order:
@@ -99,7 +103,7 @@ def assign_sticky(
 
     :param subscriptions: one per member of the generation being assigned.
     :param cluster: partition counts, and replica racks for rack-aware mode.
-    :param rack_aware: prefer members in a partition's replica racks, as described above.
+    :param rack_aware: ``None`` for Kafka's rule, ``True`` or ``False`` to force it, as above.
     :returns: member id -> its partitions, sorted; every member is a key.
     :raises ValueError: when two subscriptions carry the same member id.
     """
@@ -107,7 +111,7 @@ def assign_sticky(
 
 
 def assign_cooperative_sticky(
-    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool = False
+    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool | None = None
 ) -> Assignment:
     """Assign partitions as Kafka's ``CooperativeStickyAssignor`` does (KIP-429).
 
@@ -152,7 +156,7 @@ def _balanced_sticky(
     subscriptions: Sequence[Subscription],
     cluster: Cluster,
     *,
-    rack_aware: bool,
+    rack_aware: bool | None,
     spread: bool,
     cooperative: bool,
 ) -> Assignment:
@@ -234,8 +238,8 @@ def _balanced_sticky(
         owned.append(numbers)
 
     topic_of: list[int] = []
-    if n_classes > 1 or rack_aware:
-        topic_of = list(chain.from_iterable(repeat(k, n) for k, n in enumerate(sizes)))
+    if n_classes > 1:
+        topic_of = _topic_of(sizes)
 
     # Partitions per class (step 3) and quotas per member (step 4).
     if n_classes == 1:
@@ -256,14 +260,21 @@ def _balanced_sticky(
             for i in sorted(group, key=lambda i: (-len(owned[i]), i))[:r]:
                 quota[i] = q + 1
 
-    # Racks, when asked for and known on both sides.
+    # Racks, when known on both sides and Kafka's rule (or ``rack_aware=True``) says they help.
     member_rack: list[str | None] = [s.rack or None for s in members]
     racks_of: dict[int, frozenset[str]] = {}
-    if rack_aware and any(member_rack):
+    if rack_aware is not False and any(member_rack):
         for tp, racks in cluster.replica_racks.items():
             b = base_of.get(tp.topic)
             if b is not None and racks and 0 <= tp.partition < size_of[tp.topic]:
                 racks_of[b + tp.partition] = frozenset(racks)
+        partition_racks = list(racks_of.values())
+        if len(racks_of) < total:  # some partitions have no racks: they count as an empty set
+            partition_racks.append(frozenset())
+        if not use_rack_aware_assignment({r for r in member_rack if r}, partition_racks, rack_aware):
+            racks_of = {}
+        elif not topic_of:
+            topic_of = _topic_of(sizes)
 
     # Keep (step 5). need[c][t]: partitions of topic t class c still has to receive.
     need: list[dict[int, int]] = []
@@ -355,6 +366,11 @@ def _balanced_sticky(
         final.sort()
         assignment[s.member_id] = tuple(map(objects, final))
     return assignment
+
+
+def _topic_of(sizes: list[int]) -> list[int]:
+    """Partition number -> topic number."""
+    return list(chain.from_iterable(repeat(k, n) for k, n in enumerate(sizes)))
 
 
 def _class_shares(

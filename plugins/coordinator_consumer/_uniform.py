@@ -20,7 +20,7 @@ __all__ = ["assign_uniform"]
 
 
 def assign_uniform(
-    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool = False
+    subscriptions: Sequence[Subscription], cluster: Cluster, *, rack_aware: bool | None = None
 ) -> Assignment:
     """Assign partitions as KIP-848's ``UniformAssignor``: balance first, then stickiness.
 
@@ -39,7 +39,8 @@ def assign_uniform(
       one member to another in one go. The coordinator's reconciliation (revoke first) keeps it
       from being consumed twice, so nothing is held back here, unlike
       :func:`~coordinator_consumer._sticky.assign_cooperative_sticky`.
-    * **Racks.** With ``rack_aware=True``, the rule of
+    * **Racks.** When rack-aware (by default when Kafka's rule says racks help; see
+      :mod:`coordinator_consumer._racks`), the rule of
       :func:`~coordinator_consumer._sticky.assign_sticky`: same counts, owned partitions in the
       member's rack kept first, partitions that must move go to a member in one of their replica
       racks when one has room, and an owned partition outside its owner's rack moves to such a
@@ -65,7 +66,7 @@ def assign_uniform(
 
     :param subscriptions: one per member of the group.
     :param cluster: partition counts, and replica racks for rack-aware mode.
-    :param rack_aware: prefer members in a partition's replica racks, keeping the balance.
+    :param rack_aware: ``None`` for Kafka's rule, ``True`` or ``False`` to force it.
     :returns: member id -> its partitions, sorted; every member is a key.
     :raises ValueError: when two subscriptions carry the same member id.
     """

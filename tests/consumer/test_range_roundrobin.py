@@ -17,12 +17,9 @@ from coordinator_consumer._range import assign_range, java_string_order, member_
 from coordinator_consumer._roundrobin import assign_roundrobin
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kafka.cluster import ClusterMetadata
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-from kafka.protocol.consumer import ConsumerProtocolSubscription
-from kafka.protocol.consumer.group import JoinGroupResponse
-from kafka.protocol.metadata import MetadataResponse
+from kafka_python_assignors import kafka_python_assign
 
 ASSIGNORS: list[Assignor] = [assign_range, assign_roundrobin]
 
@@ -368,64 +365,6 @@ def test_an_empty_rack_is_no_rack() -> None:
 
 
 # --- kafka-python's assignors as an oracle ----------------------------------------------------
-
-
-def kafka_python_cluster(partitions: dict[str, int]) -> ClusterMetadata:
-    """A kafka-python ClusterMetadata fed a MetadataResponse, as a real consumer's is."""
-    v = 1
-    wire_partition = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-    response = MetadataResponse(
-        version=v,
-        brokers=[
-            MetadataResponse.MetadataResponseBroker(
-                node_id=0, host="localhost", port=9092, rack=None, version=v
-            )
-        ],
-        controller_id=0,
-        topics=[
-            MetadataResponse.MetadataResponseTopic(
-                error_code=0,
-                name=topic,
-                is_internal=False,
-                partitions=[
-                    wire_partition(
-                        error_code=0,
-                        partition_index=p,
-                        leader_id=0,
-                        replica_nodes=[0],
-                        isr_nodes=[0],
-                        version=v,
-                    )
-                    for p in range(count)
-                ],
-                version=v,
-            )
-            for topic, count in partitions.items()
-        ],
-    )
-    cluster = ClusterMetadata()
-    cluster.update_metadata(response)
-    return cluster
-
-
-def kafka_python_assign(assignor: Any, members: list[Subscription], cluster: Cluster) -> Assignment:
-    # kafka-python splits static from dynamic members with itertools.groupby, which only groups
-    # neighbours: interleaved static and dynamic members lose some of them. Hand them over static
-    # first so that the oracle is right.
-    ordered = sorted(members, key=lambda s: s.group_instance_id is None)
-    join_members = [
-        JoinGroupResponse.JoinGroupResponseMember(
-            member_id=s.member_id,
-            group_instance_id=s.group_instance_id,
-            metadata=ConsumerProtocolSubscription(version=0, topics=sorted(s.topics), user_data=b""),
-        )
-        for s in ordered
-    ]
-    result = assignor.assign(kafka_python_cluster(dict(cluster.partitions)), join_members)
-    return {
-        member_id: tuple(sorted(TopicPartition(tp.topic, tp.partition) for tp in assignment.partitions()))
-        for member_id, assignment in result.items()
-    }
 
 
 TOPICS = ["t0", "t1", "t2", "t3", "t4"]

@@ -523,11 +523,12 @@ def local(assignment: Assignment, subscriptions: Sequence[Subscription], cluster
 def test_rack_aware_puts_partitions_with_their_replicas(assign: AssignFn) -> None:
     cluster = rack_cluster(6, lambda p: {f"r{p // 2}"})  # t0-0 and t0-1 live in r0, ...
     subscriptions = [sub(m, "t0", rack=f"r{k}") for k, m in enumerate("abc")]
-    aware = assign(subscriptions, cluster, rack_aware=True)
-    assert show(aware) == {"a": ["t0-0", "t0-1"], "b": ["t0-2", "t0-3"], "c": ["t0-4", "t0-5"]}
-    assert local(aware, subscriptions, cluster) == 6
-    if assign is not assign_uniform:  # round robin ignores racks unless asked
-        assert local(assign(subscriptions, cluster), subscriptions, cluster) < 6
+    for rack_aware in (True, None):  # forced, and by default: Kafka's rule says racks help here
+        aware = assign(subscriptions, cluster, rack_aware=rack_aware)
+        assert show(aware) == {"a": ["t0-0", "t0-1"], "b": ["t0-2", "t0-3"], "c": ["t0-4", "t0-5"]}
+        assert local(aware, subscriptions, cluster) == 6
+    if assign is not assign_uniform:  # round robin ignores racks when told to
+        assert local(assign(subscriptions, cluster, rack_aware=False), subscriptions, cluster) < 6
 
 
 @pytest.mark.parametrize("assign", ALL, ids=IDS.get)
@@ -545,8 +546,9 @@ def test_an_owned_partition_outside_its_owners_rack_moves_to_a_rack_with_room(as
         sub("a", "t0", rack="r0", owned=tps("t0-0"), generation=1),
         sub("b", "t0", rack="r1", owned=tps("t0-1"), generation=1),
     ]
-    assert show(assign(subscriptions, cluster)) == {"a": ["t0-0"], "b": ["t0-1"]}  # sticky
+    assert show(assign(subscriptions, cluster, rack_aware=False)) == {"a": ["t0-0"], "b": ["t0-1"]}  # sticky
     assert show(assign(subscriptions, cluster, rack_aware=True)) == {"a": ["t0-1"], "b": ["t0-0"]}
+    assert show(assign(subscriptions, cluster)) == {"a": ["t0-1"], "b": ["t0-0"]}  # Kafka's rule: on
 
 
 def test_cooperative_rack_moves_take_two_rounds() -> None:
@@ -578,9 +580,11 @@ def test_members_and_partitions_without_racks_are_neutral(assign: AssignFn) -> N
     cluster = Cluster(partitions={"t0": 4}, replica_racks={TopicPartition("t0", 0): frozenset({"r1"})})
     subscriptions = [
         sub("a", "t0", owned=tps("t0-0", "t0-1"), generation=1),  # no rack: keeps what it owns
-        sub("b", "t0", rack="r0", owned=tps("t0-2", "t0-3"), generation=1),  # no racks known there
+        sub("b", "t0", rack="r1", owned=tps("t0-2", "t0-3"), generation=1),  # no racks known there
     ]
-    assert show(assign(subscriptions, cluster, rack_aware=True)) == show(assign(subscriptions, cluster))
+    assert show(assign(subscriptions, cluster, rack_aware=True)) == show(
+        assign(subscriptions, cluster, rack_aware=False)
+    )
     assert show(assign(subscriptions, cluster, rack_aware=True))["b"] == ["t0-2", "t0-3"]
 
 
@@ -603,7 +607,7 @@ def test_rack_awareness_keeps_the_same_loads(assign: AssignFn, data: st.DataObje
     aware = assign(subscriptions, cluster, rack_aware=True)
     check_sound(aware, subscriptions, cluster, complete=assign is not assign_cooperative_sticky)
     if assign is not assign_cooperative_sticky:
-        plain = assign(subscriptions, cluster)
+        plain = assign(subscriptions, cluster, rack_aware=False)
         assert sorted(loads(aware).values()) == sorted(loads(plain).values())
 
 
@@ -624,7 +628,7 @@ def test_fresh_rack_aware_assignments_are_at_least_as_local(assign: AssignFn, da
     )
     aware = assign(subscriptions, cluster, rack_aware=True)
     assert local(aware, subscriptions, cluster) >= local(
-        assign(subscriptions, cluster), subscriptions, cluster
+        assign(subscriptions, cluster, rack_aware=False), subscriptions, cluster
     )
 
 
