@@ -881,7 +881,8 @@ import asyncio, signal
 from coordinator_api.server import CoordinatorConfig, CoordinatorServer
 async def main():
     server = CoordinatorServer(host="127.0.0.1", port=0, topics={"bench": %d},
-        config=CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=1000))
+        config=CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=1000,
+                                 heartbeat_hold_ms=0))
     await server.start()
     print(f"coordinator listening on {server.bootstrap_servers}", flush=True)
     stop = asyncio.Event()
@@ -944,6 +945,9 @@ def start_embedded(results_dir: Path, log_level: str | None) -> Server:
             "0",
             "--min-session-timeout-ms",
             "1000",
+            # Heartbeats answered at once, as by the mock and by Kafka: B measures request handling.
+            "--heartbeat-hold-ms",
+            "0",
             "--topic",
             f"{TOPIC}:{PARTITIONS}",
         ]

@@ -82,6 +82,7 @@ _SETTING_FLAGS = (
     "max_group_size",
     "connections_max_idle_ms",
     "max_request_bytes",
+    "heartbeat_hold_ms",
 )
 
 
