@@ -1,0 +1,86 @@
+"""Smoke test of bench/bench_leader.py: --quick, the embedded coordinator and ZooKeeper, end to end.
+
+etcd is not needed: the run points ``--etcd-binary`` at a path that does not exist, and the
+benchmark must say that etcd was not measured instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "bench" / "bench_leader.py"
+
+
+def _table_rows(stdout: str, label: str) -> list[list[str]]:
+    return [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in stdout.splitlines()
+        if line.startswith(f"| {label}")
+    ]
+
+
+def _figures(cell: str) -> list[float]:
+    """'12 / 10 / 1,930' -> [12.0, 10.0, 1930.0]."""
+    parts = [p.strip().replace(",", "") for p in cell.split("/")]
+    assert len(parts) == 3, cell
+    return [float(p) for p in parts]
+
+
+@pytest.mark.timeout(120)
+def test_quick_benchmark_reports_coordinator_and_zookeeper(tmp_path: Path) -> None:
+    output = tmp_path / "leader.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--etcd-binary",
+            str(tmp_path / "no-such-etcd"),
+            "--output",
+            str(output),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+
+    # One row per measured system, with graceful and crash figures; ours has ratios to ZooKeeper.
+    ours = _table_rows(done.stdout, "coordinator_leader")
+    zookeeper = _table_rows(done.stdout, "ZooKeeper")
+    assert len(ours) == 1 and len(zookeeper) == 1, done.stdout
+    for row in (ours[0], zookeeper[0]):
+        _, session, _, graceful, crash, overlaps, _, _ = row
+        assert session == "2000 ms", row
+        assert all(value > 0 for value in _figures(graceful) + _figures(crash)), row
+        assert overlaps == "0", row
+    graceful_ratio, crash_ratio = ours[0][6].split("; ")
+    assert graceful_ratio.endswith("x") and crash_ratio.endswith("x"), ours[0]
+    assert ours[0][7].startswith("n/a (not measured)"), ours[0]
+
+    # etcd is reported as not measured, with the reason.
+    etcd = _table_rows(done.stdout, "etcd")
+    assert len(etcd) == 1 and etcd[0][3] == "not measured: etcd is not installed", etcd
+    assert "etcd (lease + txn election) was not measured: etcd is not installed" in done.stdout
+
+    report = json.loads(output.read_text())
+    assert report["config"]["quick"] is True
+    assert set(report["servers"]) == {"coordinator", "zookeeper"}
+    assert "etcd" in report["unavailable"]
+    for result in report["results"]:
+        assert result["failed"] == 0, result
+        assert result["overlaps"] == 0, result
+        assert result["epoch_regressions"] == 0, result
+        assert len(result["graceful"]["samples_ms"]) == len(result["crash"]["samples_ms"]) == 2, result
