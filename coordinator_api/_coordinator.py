@@ -72,7 +72,7 @@ class Coordinator(abc.ABC):
         group; defaults to the rebalance timeout.
     :param lease_margin_ms: how long before the coordinator could give this member's assignment
         to another the member declares it lost (:meth:`on_lost`); defaults to the heartbeat
-        interval.
+        interval or a sixth of the session, whichever is shorter.
     :param client_id: the client id sent to the coordinator (member ids start with it).
     :param retry_backoff_ms: pause before retrying after an error.
     :param request_timeout_ms: timeout for requests without a timeout of their own.
@@ -122,7 +122,10 @@ class Coordinator(abc.ABC):
                 f"group {group_id!r}: heartbeat_interval_ms ({heartbeat_interval_ms}) must be below "
                 f"session_timeout_ms ({session_timeout_ms}), ideally a third of it"
             )
-        margin = heartbeat_interval_ms if lease_margin_ms is None else lease_margin_ms
+        # A sixth of the session at most: a coordinator that holds heartbeats (up to a third of
+        # the session) delays acknowledgements, and the lease is counted from acknowledged sends.
+        default_margin = min(heartbeat_interval_ms, session_timeout_ms // 6)
+        margin = default_margin if lease_margin_ms is None else lease_margin_ms
         if not 0 <= margin < session_timeout_ms:
             raise ConfigurationError(
                 f"group {group_id!r}: lease_margin_ms must be between 0 and the session timeout"
@@ -619,6 +622,19 @@ class Coordinator(abc.ABC):
         driver.submit(m.AssignmentComputed(tuple((k, bytes(v)) for k, v in sorted(result.items()))))
 
     def _complete(self, driver: MemberDriver, action: m.Complete) -> None:
+        with driver.lock:
+            fresh = driver.machine.assignment_fresh(now_ms())
+        if not fresh:
+            # Paused (or starved) between the SyncGroup answer and now for longer than the lease:
+            # the assignment may already be another member's. Drop it and join again.
+            log.warning(
+                "group %s member %s: generation %d's assignment came too late to act on; rejoining",
+                self._group_id,
+                action.member_id,
+                action.generation_id,
+            )
+            driver.submit(m.Completed(ok=False, reason="the assignment arrived after the lease ran out"))
+            return
         try:
             self._callback(
                 driver,

@@ -166,9 +166,11 @@ class SyncAnswered(Event):
 
 @dataclass(frozen=True)
 class Completed(Event):
-    """The application ran on_join_complete; ``ok`` is False if it raised."""
+    """The application ran on_join_complete; ``ok`` is False if it raised or if the assignment
+    was refused before it ran (``reason`` says which)."""
 
     ok: bool
+    reason: str = "on_join_complete raised"
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,18 @@ class MemberMachine:
 
     def lease_deadline(self) -> int | None:
         """When the assignment must be given up, or None if none is held."""
-        if not self.holds_assignment or self.session_anchor is None:
+        return self._lease_end() if self.holds_assignment else None
+
+    def assignment_fresh(self, now: int) -> bool:
+        """Whether an assignment waiting for the application (``Complete``) may still be acted
+        on: its lease, counted from the acknowledged SyncGroup and heartbeats, has not run out.
+        A process paused between the SyncGroup answer and ``on_join_complete`` must not start
+        on an assignment the coordinator may already have given to someone else."""
+        end = self._lease_end()
+        return end is None or now < end
+
+    def _lease_end(self) -> int | None:
+        if self.session_anchor is None:
             return None
         s = self.settings
         deadline = self.session_anchor + s.session_timeout_ms
@@ -485,7 +498,7 @@ class MemberMachine:
         self.holds_assignment = True
         if not event.ok:
             self.holds_assignment = False
-            self._rejoin("on_join_complete raised")
+            self._rejoin(event.reason)
 
     def _on_HeartbeatAnswered(self, event: HeartbeatAnswered, now: int) -> None:
         self.in_flight.discard("heartbeat")

@@ -34,7 +34,7 @@ class CoordinatorConfig:
     :param heartbeat_hold_ms: how long a Heartbeat of a member of a Stable group may be held
         before it is answered, so that a rebalance reaches the member at once (answered
         REBALANCE_IN_PROGRESS the moment it starts) instead of at its next heartbeat; never more
-        than a quarter of the member's session, and released as soon as the client sends another
+        than a third of the member's session, and released as soon as the client sends another
         request on the connection. No Kafka counterpart (KIP-848's heartbeats serve the same
         end); 0 answers every heartbeat at once, as Kafka's classic coordinator does.
     :param node_id: the broker id this coordinator reports for itself.

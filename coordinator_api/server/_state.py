@@ -27,11 +27,12 @@ States and transitions::
   SyncGroup within the rebalance timeout or it is removed.
 * Held heartbeats (not in Kafka's classic coordinator; KIP-848 moved the same idea into its
   heartbeats): a Heartbeat that would be answered NONE in a Stable group is held for up to
-  ``heartbeat_hold_ms`` (at most a quarter of the member's session), and answered
+  ``heartbeat_hold_ms`` (at most a third of the member's session), and answered
   REBALANCE_IN_PROGRESS the moment a rebalance starts, so members learn of a change without
   waiting for their next heartbeat. The shell releases a held heartbeat (answered NONE) as soon
   as another request arrives on its connection, so nothing queues behind it. A member with a
-  held heartbeat is alive by it, as by a parked JoinGroup.
+  held heartbeat is alive by it, as by a parked JoinGroup; once it is answered (or its
+  connection closes) the session counts from the heartbeat's arrival, as if never held.
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
   accepted while the group is Empty (a group that only stores offsets).
@@ -357,8 +358,8 @@ class GroupCoordinator:
         group_id, member_id = self._held.pop(ref, ("", ""))
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
-        if member is not None and member.held_heartbeat == ref:
-            self._answer_held(member, ErrorCode.NONE, now_ms, fx)
+        if group is not None and member is not None and member.held_heartbeat == ref:
+            self._answer_held(group, member, ErrorCode.NONE, now_ms, fx)
         return fx
 
     def abandon(self, ref: RequestRef, now_ms: int) -> Effects:
@@ -377,9 +378,12 @@ class GroupCoordinator:
                     member.awaiting_sync = None
                     self._touch(member, now_ms)
                 if member.held_heartbeat == ref:
+                    # Its session counts from when the heartbeat arrived, as if never held.
                     self._held.pop(ref, None)
                     member.held_heartbeat = None
-                    self._touch(member, now_ms)
+                    self._schedule(
+                        max(member.session_deadline, now_ms), "session", group.group_id, member.member_id
+                    )
         return Effects()
 
     def next_deadline(self) -> int | None:
@@ -405,7 +409,7 @@ class GroupCoordinator:
             elif kind == "heartbeat":
                 member = group.members.get(member_id)
                 if member is not None and member.held_heartbeat is not None and member.held_until == deadline:
-                    self._answer_held(member, ErrorCode.NONE, now_ms, fx)
+                    self._answer_held(group, member, ErrorCode.NONE, now_ms, fx)
             elif kind == "join":
                 if group.join_deadline == deadline:
                     self._join_deadline_passed(group, now_ms, fx)
@@ -682,7 +686,7 @@ class GroupCoordinator:
         group.sync_deadline = None
         for member in group.members.values():
             if member.held_heartbeat is not None:
-                self._answer_held(member, ErrorCode.REBALANCE_IN_PROGRESS, now_ms, fx)
+                self._answer_held(group, member, ErrorCode.REBALANCE_IN_PROGRESS, now_ms, fx)
         delay = self._config.initial_rebalance_delay_ms
         if group.state is GroupState.EMPTY and delay > 0:
             group.in_initial_delay = True
@@ -847,11 +851,12 @@ class GroupCoordinator:
 
     def _hold_heartbeat(self, ref: RequestRef, req: Heartbeat, now_ms: int) -> bool:
         """Hold an answer-NONE heartbeat of a Stable group's member until the group changes or
-        the hold passes. A quarter of the session keeps the member's session, and the lease a
-        member keeps from acknowledged heartbeats, far from running out."""
+        the hold passes. At most a third of the session, so a member that sends its next
+        heartbeat when the answer comes still reaches the coordinator well within its session,
+        and its lease (counted from acknowledged sends) keeps a sixth of the session to spare."""
         group = self._groups[req.group_id]
         member = group.members[req.member_id]
-        hold = min(self._config.heartbeat_hold_ms, member.session_timeout_ms // 4)
+        hold = min(self._config.heartbeat_hold_ms, member.session_timeout_ms // 3)
         if (
             ref is None
             or hold <= 0
@@ -865,12 +870,16 @@ class GroupCoordinator:
         self._schedule(member.held_until, "heartbeat", group.group_id, member.member_id)
         return True
 
-    def _answer_held(self, member: _Member, error: ErrorCode, now_ms: int, fx: Effects) -> None:
+    def _answer_held(
+        self, group: _Group, member: _Member, error: ErrorCode, now_ms: int, fx: Effects
+    ) -> None:
         assert member.held_heartbeat is not None
         fx.replies.append((member.held_heartbeat, HeartbeatResult(error=error)))
         self._held.pop(member.held_heartbeat, None)
         member.held_heartbeat = None
-        self._touch(member, now_ms)
+        # The session counts from the heartbeat's arrival, not from this answer: an open
+        # connection is no sign of life (a paused process keeps it), the next heartbeat is.
+        self._schedule(max(member.session_deadline, now_ms), "session", group.group_id, member.member_id)
 
     # --- LeaveGroup --------------------------------------------------------------------------
 

@@ -180,9 +180,10 @@ class LeaderElection:
     :param version: the application's version, told to every member when it leads.
     :param session_timeout_ms: how long the coordinator waits for a silent instance; bounds
         crash failover.
-    :param heartbeat_interval_ms: time between heartbeats; defaults to a quarter of the session
-        (on the embedded coordinator, which holds heartbeats up to a quarter of the session,
-        members then learn of a change at once).
+    :param heartbeat_interval_ms: time between heartbeats; defaults to a third of the session
+        (Kafka's ratio). The embedded coordinator holds each heartbeat up to a third of the
+        session and answers it the moment the group changes, so members learn of a change at
+        once; against Kafka they learn at their next heartbeat.
     :param preferred_leader: move leadership to a newly joined member of higher priority.
     :param on_elected: called with the epoch when this member starts leading.
     :param on_revoked: called when this member stops leading.
@@ -219,7 +220,7 @@ class LeaderElection:
                 f"group {group_id!r}: session_timeout_ms must be a positive integer, "
                 f"got {session_timeout_ms!r}"
             )
-        interval = session_timeout_ms // 4 if heartbeat_interval_ms is None else heartbeat_interval_ms
+        interval = session_timeout_ms // 3 if heartbeat_interval_ms is None else heartbeat_interval_ms
         options.setdefault("client_id", f"leader-{name}")
         # The member validates the group id, the timeouts and the connection options.
         self._member = _ElectionMember(

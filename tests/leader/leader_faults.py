@@ -56,6 +56,7 @@ class Candidate(MemberProcess):
         super().__init__("", bootstrap, name, script=LEADER_PROCESS, **options)
         self.label = f"{name}#{next(self._serial)}"
         self.killed_at: float | None = None
+        self.check_s = float(options.get("check_ms", 5.0)) / 1000  # leader_process.py's default
 
     def events(self, kind: str, after: float = float("-inf")) -> list[dict[str, Any]]:
         return [r for r in list(self.reports) if r.get("event") == kind and r["t"] > after]
@@ -147,8 +148,14 @@ class Term:
 
 def leadership_terms(candidates: Iterable[Candidate]) -> list[Term]:
     """Each process's leadership intervals: [min(elected, first check that said True), last check
-    that said True]. A term the process never printed (SIGKILL) ends when it was killed; one it
-    never observed (it ended within one check period) ends at the revocation."""
+    that said True]: a process acts as leader only after a check says so, as a service does.
+
+    A term whose ``term`` line never came (SIGKILL) ends when it was killed. A term no check
+    saw (it ended, or the process was paused or killed, before its main thread ran the next
+    check) ends at the revocation or the kill, but no later than one check period after the
+    election: a process that was not stopped checks within that period, and one that was
+    stopped acts on nothing until it runs again (its ``revoked`` line, printed after it resumes,
+    says when it noticed, not when it could last have acted)."""
     terms: list[Term] = []
     for c in candidates:
         reports = list(c.reports)
@@ -176,6 +183,7 @@ def leadership_terms(candidates: Iterable[Candidate]) -> list[Term]:
                 end = c.killed_at
             else:
                 raise AssertionError(f"{c.label}: elected for epoch {e['epoch']} but its term never ended")
+            end = min(end, e["t"] + c.check_s)
             terms.append(Term(c.label, e["epoch"], e["t"], end, False))
     return sorted(terms, key=lambda term: term.start)
 

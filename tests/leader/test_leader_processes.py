@@ -148,8 +148,8 @@ def test_sigstop_then_sigcont_of_the_leader(coordinator: EmbeddedCoordinator) ->
         new, elected = wait_until(lambda: elected_after(candidates, t_pause), 15, "a successor")
         assert new is not old and elected["epoch"] > old_epoch
         time.sleep(max(0.0, t_pause + 2 * session_ms / 1000 - time.monotonic()))
+        t_resume = time.monotonic()  # before SIGCONT: the child may report before we return
         old.resume()
-        t_resume = time.monotonic()
         # Its first check after the pause said False and printed the term it had, whose last
         # leading check predates the successor's election.
         term = wait_until(

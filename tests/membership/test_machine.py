@@ -737,6 +737,21 @@ def test_on_join_complete_failing_starts_a_new_round() -> None:
     assert mb.at(60, Prepared(PROTOCOLS)) == [SendJoinGroup("m1", PROTOCOLS, "on_join_complete raised")]
 
 
+def test_an_assignment_the_application_reaches_after_its_lease_is_refused() -> None:
+    """Paused between SyncGroup's answer and on_join_complete for longer than the lease: the
+    assignment may already be someone else's, so the driver refuses it and the member rejoins."""
+    mb = Member()
+    to_completing(mb)
+    assert mb.at(40, SyncAnswered(30, NONE, b"A"))[0] == Complete(1, "m1", "range", b"A")
+    lease_end = 30 + SESSION - MARGIN  # counted from the acknowledged SyncGroup's send
+    assert mb.machine.assignment_fresh(lease_end - 1)
+    assert not mb.machine.assignment_fresh(lease_end)
+    late = "the assignment arrived after the lease ran out"
+    assert mb.at(lease_end, Completed(ok=False, reason=late)) == [PrepareJoin(1, "m1", False)]
+    assert not mb.machine.is_stable()
+    assert mb.at(lease_end + 10, Prepared(PROTOCOLS)) == [SendJoinGroup("m1", PROTOCOLS, late)]
+
+
 def test_prepare_failing_on_first_join_asks_again() -> None:
     mb = Member()
     mb.at(0, JoinWanted("start"))

@@ -442,14 +442,33 @@ def test_held_heartbeat_is_answered_when_the_hold_passes() -> None:
     assert d.reply(ref) == HeartbeatResult(error=E.NONE)
 
 
-def test_held_heartbeat_never_outlasts_a_quarter_of_the_session() -> None:
+def test_held_heartbeat_never_outlasts_a_third_of_the_session() -> None:
     d = Driver(heartbeat_hold_ms=60_000)
     formed = d.form_group(["a", "b"])
     ref = heartbeat_ref(d, formed.ids["a"], formed.generation)
-    d.advance(SESSION_MS // 4 - 1)
+    d.advance(SESSION_MS // 3 - 1)
     assert d.reply(ref) is None
     d.advance(1)
     assert d.reply(ref) == HeartbeatResult(error=E.NONE)
+
+
+def test_a_held_heartbeat_keeps_no_session_alive_past_its_arrival() -> None:
+    """A paused member's last heartbeat is held and answered; its session still ends one
+    session after that heartbeat arrived (an open connection is no sign of life)."""
+    d = Driver(heartbeat_hold_ms=60_000)
+    formed = d.form_group(["a", "b"])
+    a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
+    arrived = d.now
+    ref = heartbeat_ref(d, a, gen)  # a's last heartbeat; then a is paused
+    while d.now < arrived + SESSION_MS - SESSION_MS // 3:  # b keeps heartbeating
+        ref_b = heartbeat_ref(d, b, gen)
+        d.advance(SESSION_MS // 3)
+        assert d.reply(ref_b) == HeartbeatResult(error=E.NONE)
+    assert d.reply(ref) == HeartbeatResult(error=E.NONE)  # answered when its hold passed
+    d.advance_to(arrived + SESSION_MS - 1)
+    assert a in d.member_ids()
+    d.advance_to(arrived + SESSION_MS)
+    assert a not in d.member_ids()
 
 
 def test_held_heartbeats_learn_of_a_rebalance_at_once() -> None:
@@ -488,9 +507,9 @@ def test_member_with_a_held_heartbeat_is_alive_and_not_expired() -> None:
     d = Driver(heartbeat_hold_ms=5000)
     formed = d.form_group(["a", "b"], session=SESSION_MS)
     a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
-    for _ in range(8):  # both keep a heartbeat held nearly all the time, well past one session
+    for _ in range(8):  # both keep a heartbeat held all the time, well past one session
         refs = [heartbeat_ref(d, m, gen) for m in (a, b)]
-        d.advance(SESSION_MS // 4)
+        d.advance(SESSION_MS // 3)
         assert all(d.reply(r) == HeartbeatResult(error=E.NONE) for r in refs)
     assert d.member_ids() == {a, b}
     assert d.state() is GroupState.STABLE
@@ -505,20 +524,23 @@ def test_heartbeats_are_not_held_outside_a_stable_group() -> None:
     assert d.heartbeat(a, gen) is E.REBALANCE_IN_PROGRESS  # answered at once
 
 
-def test_abandoned_held_heartbeat_gets_no_answer_and_the_session_counts_again() -> None:
+def test_abandoned_held_heartbeat_gets_no_answer_and_the_session_counts_from_its_arrival() -> None:
     d = Driver(heartbeat_hold_ms=5000)
     formed = d.form_group(["a", "b"])
     a, b, gen = formed.ids["a"], formed.ids["b"], formed.generation
-    d.abandon(heartbeat_ref(d, a, gen))
-    start = d.now
-    for _ in range(3):  # b's heartbeats are held and answered; a's connection is gone
+    arrived = d.now
+    ref_a = heartbeat_ref(d, a, gen)
+    d.advance(1000)
+    d.abandon(ref_a)  # a's connection closes while its heartbeat is held
+    for _ in range(2):  # b's heartbeats are held and answered
         ref_b = heartbeat_ref(d, b, gen)
-        d.advance(SESSION_MS // 4)
+        d.advance(SESSION_MS // 3)
         assert d.reply(ref_b) == HeartbeatResult(error=E.NONE)
-    d.advance_to(start + SESSION_MS - 1)
+    d.advance_to(arrived + SESSION_MS - 1)
     assert a in d.member_ids()
-    d.advance_to(start + SESSION_MS)
+    d.advance_to(arrived + SESSION_MS)
     assert d.member_ids() == {b}
+    assert d.reply(ref_a) is None
 
 
 # --- sessions and timeouts ---------------------------------------------------------------------
