@@ -50,6 +50,24 @@ def overlaps(members: list[MemberProcess]) -> list[str]:
     return problems
 
 
+def timeline(members: list[MemberProcess], since: float) -> str:
+    """What each member was given and gave back after ``since``, in order (docs/streams.md
+    shows one)."""
+    rows = []
+    for member in members:
+        for r in member.reports:
+            if r["t"] < since or r.get("event") not in ("assigned", "revoked"):
+                continue
+            if r["event"] == "assigned":
+                what = f"active {' '.join(r['owned']) or '-'}"
+                what += f"; warmup {' '.join(r['warmup'])}" if r["warmup"] else ""
+                what += f" (generation {r['generation']})"
+            else:
+                what = f"revoked {' '.join(r['tasks'])}"
+            rows.append((r["t"], f"{r['t'] - since:8.3f} s  {member.name}  {what}"))
+    return "\n".join(text for _, text in sorted(rows))
+
+
 def test_a_fourth_member_warms_up_before_it_takes_over(coordinator: EmbeddedCoordinator) -> None:
     members = [start(coordinator, name) for name in ("a", "b", "c")]
     with running_members(members):
@@ -85,3 +103,4 @@ def test_a_fourth_member_warms_up_before_it_takes_over(coordinator: EmbeddedCoor
             *(r["tasks"] for m in members[:3] for r in m.events("revoked") if r["t"] > joined_at)
         )
         assert handed_over == running(late), diagnostics
+        print(f"\nstreams scale-out timeline (d joins at 0 s):\n{timeline(members, joined_at)}")
