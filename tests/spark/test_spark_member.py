@@ -131,6 +131,33 @@ def test_members_split_the_units_and_a_dead_members_units_move(fast_config) -> N
             a.close()
 
 
+def test_an_executor_that_joins_mid_job_takes_a_share_of_what_is_left(fast_config) -> None:
+    with EmbeddedCoordinator(topics={TOPIC: len(UNITS)}, config=fast_config) as coordinator:
+        a = member(coordinator, "1")
+        b = None
+        try:
+            join_all(a)
+            done = []
+            for _ in range(3):  # a alone works through three units
+                work = a.next_unit()
+                assert work is not None
+                assert a.complete(work[0], work[1], {"slot": a.slot})
+                done.append(work[0])
+            b = member(coordinator, "2")
+            join_all(a, b)  # b joins mid-job: a rebalance splits what is not done
+            taken_a, taken_b = drain(a), drain(b)
+            left = sorted(set(range(len(UNITS))) - set(done))
+            assert sorted(i for i, _ in taken_a + taken_b) == left
+            weight = [u.weight for u in UNITS]
+            share_b = sum(weight[i] for i, _ in taken_b)
+            share_a = sum(weight[i] for i, _ in taken_a)
+            assert taken_b and abs(share_a - share_b) <= max(weight)
+        finally:
+            if b is not None:
+                b.close()
+            a.close()
+
+
 def test_a_commit_with_a_passed_generation_is_refused_by_the_coordinator(fast_config) -> None:
     with EmbeddedCoordinator(topics={TOPIC: len(UNITS)}, config=fast_config) as coordinator:
         a = member(coordinator, "1")
