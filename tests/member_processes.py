@@ -107,12 +107,16 @@ def owned_exactly_once(members: Iterable[MemberProcess], partitions: int) -> boo
     return owned == list(range(partitions)) and all(m.owned for m in live[:partitions])
 
 
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:
+    """Poll ``condition`` until it returns something true, and return that."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        value = condition()
+        if value:
+            return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
+        time.sleep(step)
 
 
 def ownership_intervals(members: Iterable[MemberProcess]) -> dict[int, list[tuple[float, float, str]]]:
@@ -161,19 +165,34 @@ def running_members(members: list[MemberProcess]) -> Iterator[list[MemberProcess
 
 
 class MembershipRecorder(logging.Handler):
-    """Collects the embedded coordinator's membership events."""
+    """Collects the embedded coordinator's membership events (logged in this process as they
+    happen), each stamped with ``time.monotonic()``, the clock member processes report on."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.events: list[MembershipEvent] = []
+        self.times: list[float] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         doc = getattr(record, "membership_event", None)
         if doc is not None:
             self.events.append(MembershipEvent(**doc))
+            self.times.append(time.monotonic())
 
     def of(self, kind: str, group: str | None = None) -> list[MembershipEvent]:
         return [e for e in self.events if e.kind == kind and (group is None or e.group_id == group)]
+
+    def first(self, kind: str, member_prefix: str, after: float) -> float | None:
+        """When the coordinator first logged ``kind`` after ``after`` for a member id starting
+        with ``member_prefix``."""
+        return min(
+            (
+                t
+                for t, e in zip(self.times, self.events)
+                if t > after and e.kind == kind and (e.member_id or "").startswith(member_prefix)
+            ),
+            default=None,
+        )
 
 
 @contextmanager

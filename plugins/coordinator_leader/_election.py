@@ -16,6 +16,7 @@ from coordinator_api import (
     ConfigurationError,
     Coordinator,
     CoordinatorApiError,
+    CoordinatorClosedError,
     GroupError,
     JoinedMember,
     decode,
@@ -265,7 +266,7 @@ class LeaderElection:
     def start(self) -> LeaderElection:
         """Join the election (on a background thread); returns at once."""
         if self._closing.is_set():
-            raise NotLeaderError(
+            raise CoordinatorClosedError(
                 "this LeaderElection is closed; create a new one", group_id=self.group_id, member_id=""
             )
         if self._thread is None:

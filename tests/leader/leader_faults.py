@@ -21,20 +21,18 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
-import logging
 import os
 import signal
 import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from member_processes import MemberProcess
+from member_processes import MemberProcess, wait_for
 
 from coordinator_api import CoordinatorConfig
 from coordinator_api.server import CoordinatorServer
@@ -71,7 +69,7 @@ class Candidate(MemberProcess):
     def stop(self, timeout: float = 30.0) -> None:
         """Graceful: SIGTERM makes it close its election; wait until it exited. (A process that
         has not reported ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
-        wait_until(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
+        wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout)
 
@@ -102,7 +100,7 @@ def finish(candidates: Iterable[Candidate], timeout: float = 20.0) -> None:
         os.kill(c.process.pid, signal.SIGCONT)
     for c in live:
         with contextlib.suppress(AssertionError):  # SIGTERM ends it all the same
-            wait_until(lambda c=c: c.events("started") or not c.alive, timeout, f"{c.label} to start")
+            wait_for(lambda c=c: c.events("started") or not c.alive, timeout, f"{c.label} to start")
         c.process.send_signal(signal.SIGTERM)
     for c in live:
         try:
@@ -110,17 +108,6 @@ def finish(candidates: Iterable[Candidate], timeout: float = 20.0) -> None:
         except subprocess.TimeoutExpired:
             c.kill()
     time.sleep(0.1)  # let the reader threads take the last lines
-
-
-def wait_until(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.01) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(step)
 
 
 def elected_after(candidates: Iterable[Candidate], after: float) -> tuple[Candidate, dict[str, Any]] | None:
@@ -225,41 +212,6 @@ def epochs_grow(terms: list[Term]) -> list[str]:
         if a.who != b.who and b.epoch <= a.epoch:
             problems.append(f"{b.who} led epoch {b.epoch} after {a.who} led epoch {a.epoch}")
     return problems
-
-
-class MembershipClock(logging.Handler):
-    """Stamps the embedded coordinator's membership events (logged in this process as they
-    happen) with ``time.monotonic()``: ``(t, kind, member id)``."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.events: list[tuple[float, str, str | None]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        doc = getattr(record, "membership_event", None)
-        if doc is not None:
-            self.events.append((time.monotonic(), doc["kind"], doc.get("member_id")))
-
-    def first(self, kind: str, member_prefix: str, after: float) -> float | None:
-        """When the coordinator first logged ``kind`` for a member id starting with the prefix."""
-        found = [
-            t for t, k, m in self.events if k == kind and t > after and (m or "").startswith(member_prefix)
-        ]
-        return min(found, default=None)
-
-
-@contextmanager
-def membership_clock() -> Iterator[MembershipClock]:
-    logger = logging.getLogger("coordinator_api.server.membership")
-    clock = MembershipClock()
-    saved = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(clock)
-    try:
-        yield clock
-    finally:
-        logger.removeHandler(clock)
-        logger.setLevel(saved)
 
 
 # --- a coordinator whose members can be partitioned ---------------------------------------------------

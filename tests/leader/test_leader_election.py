@@ -24,7 +24,14 @@ from coordinator_leader import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator_api import ConfigurationError, EmbeddedCoordinator, decode, encode, get_plugin_manager
+from coordinator_api import (
+    ConfigurationError,
+    CoordinatorClosedError,
+    EmbeddedCoordinator,
+    decode,
+    encode,
+    get_plugin_manager,
+)
 from coordinator_api._plugins import PluginRegistry
 
 SESSION_MS = 1200
@@ -202,28 +209,29 @@ def test_three_members_agree_on_one_leader_and_hand_over_on_close(server: Embedd
 
 
 def test_wait_until_leader_leadership_and_resign(server: EmbeddedCoordinator) -> None:
-    with (
-        LeaderElection("jobs", server.bootstrap_servers, "a", priority=1, session_timeout_ms=SESSION_MS) as a,
-        LeaderElection("jobs", server.bootstrap_servers, "b", session_timeout_ms=SESSION_MS) as b,
-    ):
+    # a starts first: with no initial rebalance delay whoever joins first leads, and keeps
+    # leading when b (of higher priority) joins, since preferred_leader is off.
+    options = {"session_timeout_ms": SESSION_MS}
+    with LeaderElection("jobs", server.bootstrap_servers, "a", **options) as a:
         assert a.wait_until_leader(15)
-        wait(lambda: b.leader() == "a")
-        assert not b.wait_until_leader(0.2)
-        with pytest.raises(NotLeaderError, match=r"not elected within 0\.2 s"), b.leadership(timeout=0.2):
-            pass
-        with a.leadership(timeout=5) as term:
-            assert term.active and term.epoch == a.epoch()
-            term.check()
-        # Leaving the body resigned: b leads with a greater epoch, a's term has ended.
-        assert term.ended.is_set() and not term.active
-        with pytest.raises(NotLeaderError):
-            term.check()
-        assert b.wait_until_leader(15)
-        assert b.epoch() > term.epoch
-        wait(lambda: a.leader() == "b")
-        b.resign()
-        # a was sitting out for one election only; it can lead again.
-        assert a.wait_until_leader(15)
+        with LeaderElection("jobs", server.bootstrap_servers, "b", priority=1, **options) as b:
+            wait(lambda: b.leader() == "a")
+            assert not b.wait_until_leader(0.2)
+            with pytest.raises(NotLeaderError, match=r"not elected within 0\.2 s"), b.leadership(timeout=0.2):
+                pass
+            with a.leadership(timeout=5) as term:
+                assert term.active and term.epoch == a.epoch()
+                term.check()
+            # Leaving the body resigned: b leads with a greater epoch, a's term has ended.
+            assert term.ended.is_set() and not term.active
+            with pytest.raises(NotLeaderError):
+                term.check()
+            assert b.wait_until_leader(15)
+            assert b.epoch() > term.epoch
+            wait(lambda: a.leader() == "b")
+            b.resign()
+            # a sat out one election only; it can lead again.
+            assert a.wait_until_leader(15)
 
 
 def test_a_single_member_that_resigns_leads_again(server: EmbeddedCoordinator) -> None:
@@ -233,6 +241,9 @@ def test_a_single_member_that_resigns_leads_again(server: EmbeddedCoordinator) -
         only.resign()
         assert only.wait_until_leader(15)
         assert only.epoch() > epoch
+    assert not only.is_leader()
+    with pytest.raises(CoordinatorClosedError, match="closed; create a new one"):
+        only.start()
 
 
 def test_an_ineligible_member_follows_but_never_leads(server: EmbeddedCoordinator) -> None:

@@ -29,11 +29,10 @@ from leader_faults import (
     finish,
     leaderless_gaps,
     leadership_terms,
-    membership_clock,
     overlaps,
     start_candidates,
-    wait_until,
 )
+from member_processes import recording_membership, wait_for
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 
@@ -80,12 +79,12 @@ def test_graceful_shutdown_of_the_leader(coordinator: EmbeddedCoordinator) -> No
         # Three candidates, two graceful handovers: the first right after the group settled
         # (before the members' first heartbeat of the generation), the second a while after.
         for settle in (0.0, session_ms / 1000):
-            old = wait_until(lambda: agreed_leader(candidates), 30, "an agreed leader")
+            old = wait_for(lambda: agreed_leader(candidates), 30, "an agreed leader")
             time.sleep(settle)
             old_epoch = old.last_epoch()
             t_stop = time.monotonic()
             old.stop()
-            new, elected = wait_until(
+            new, elected = wait_for(
                 lambda t_stop=t_stop: elected_after(candidates, t_stop), 10, "a successor"
             )
             failovers.append(elected["t"] - t_stop)
@@ -111,18 +110,18 @@ def test_sigkill_of_the_leader(coordinator: EmbeddedCoordinator) -> None:
         coordinator.bootstrap_servers, NAMES, session_ms=session_ms, group="sigkill"
     )
     try:
-        old = wait_until(lambda: agreed_leader(candidates), 30, "an agreed leader")
+        old = wait_for(lambda: agreed_leader(candidates), 30, "an agreed leader")
         old_epoch = old.last_epoch()
         t_kill = time.monotonic()
         old.kill()
-        new, elected = wait_until(
+        new, elected = wait_for(
             lambda: elected_after(candidates, t_kill), session_ms / 1000 + 10, "a successor"
         )
         failover = elected["t"] - t_kill
         print(f"crash failover: {failover * 1000:.0f} ms (session {session_ms} ms)")
         assert new is not old and elected["epoch"] > old_epoch
         assert session_ms / 2000 <= failover <= session_ms / 1000 + 2.0
-        wait_until(lambda: agreed_leader(candidates), 20, "the survivors to agree")
+        wait_for(lambda: agreed_leader(candidates), 20, "the survivors to agree")
         finish(candidates)
         terms = assert_safe(candidates)
         assert [t for t in terms if t.who == old.label][-1].end <= old.killed_at
@@ -140,28 +139,28 @@ def test_sigstop_then_sigcont_of_the_leader(coordinator: EmbeddedCoordinator) ->
         coordinator.bootstrap_servers, NAMES, session_ms=session_ms, group="sigstop", busy=1
     )
     try:
-        old = wait_until(lambda: agreed_leader(candidates), 30, "an agreed leader")
+        old = wait_for(lambda: agreed_leader(candidates), 30, "an agreed leader")
         time.sleep(session_ms / 2000)
         old_epoch = old.last_epoch()
         old.pause()
         t_pause = time.monotonic()
-        new, elected = wait_until(lambda: elected_after(candidates, t_pause), 15, "a successor")
+        new, elected = wait_for(lambda: elected_after(candidates, t_pause), 15, "a successor")
         assert new is not old and elected["epoch"] > old_epoch
         time.sleep(max(0.0, t_pause + 2 * session_ms / 1000 - time.monotonic()))
         t_resume = time.monotonic()  # before SIGCONT: the child may report before we return
         old.resume()
         # Its first check after the pause said False and printed the term it had, whose last
         # leading check predates the successor's election.
-        term = wait_until(
+        term = wait_for(
             lambda: [r for r in old.events("term", t_resume) if r["epoch"] == old_epoch],
             10,
             "the zombie's term",
         )[0]
         assert term["last"] < elected["t"]
-        revoked = wait_until(lambda: old.events("revoked", t_resume), 10, "the zombie's on_revoked")
+        revoked = wait_for(lambda: old.events("revoked", t_resume), 10, "the zombie's on_revoked")
         assert revoked[0]["t"] > t_resume
         # It rejoins as a follower: everyone names the successor, which kept leading.
-        wait_until(lambda: agreed_leader(candidates) is new, 20, f"everyone to follow {new.name}")
+        wait_for(lambda: agreed_leader(candidates) is new, 20, f"everyone to follow {new.name}")
         time.sleep(0.5)
         assert old.events("elected", t_resume) == []
         finish(candidates)
@@ -187,24 +186,24 @@ def test_partition_of_the_leader(fast_config: CoordinatorConfig) -> None:
     so before a successor is elected; once healed it rejoins as a follower of the successor.
     """
     session_ms = 1500
-    with ProxiedCoordinator(fast_config) as proxied, membership_clock() as clock:
+    with ProxiedCoordinator(fast_config) as proxied, recording_membership() as clock:
         first = Candidate(proxied.proxied, "c1", session_ms=session_ms, group="partition")
         candidates = [first]
         try:
-            wait_until(first.leading, 30, "c1 to lead alone")
+            wait_for(first.leading, 30, "c1 to lead alone")
             candidates += [
                 Candidate(proxied.direct, n, session_ms=session_ms, group="partition") for n in NAMES[1:]
             ]
-            assert wait_until(lambda: agreed_leader(candidates), 30, "an agreed leader") is first
+            assert wait_for(lambda: agreed_leader(candidates), 30, "an agreed leader") is first
             time.sleep(session_ms / 2000)
             assert {"leader-c1", "leader-c2", "leader-c3"} <= proxied.proxy.clients  # nobody bypasses it
             old_epoch = first.last_epoch()
             t_drop = proxied.drop("leader-c1")
-            revoked = wait_until(
+            revoked = wait_for(
                 lambda: first.events("revoked", t_drop), session_ms / 1000 + 5, "c1 to step down"
             )
-            new, elected = wait_until(lambda: elected_after(candidates, t_drop), 15, "a successor")
-            expired = wait_until(lambda: clock.first("expired", "leader-c1", t_drop), 5, "c1's expiry")
+            new, elected = wait_for(lambda: elected_after(candidates, t_drop), 15, "a successor")
+            expired = wait_for(lambda: clock.first("expired", "leader-c1", t_drop), 5, "c1's expiry")
             print(
                 f"partition: c1 stepped down {(revoked[0]['t'] - t_drop) * 1000:.0f} ms after the drop, "
                 f"expired at {(expired - t_drop) * 1000:.0f} ms, {new.name} elected at "
@@ -213,18 +212,18 @@ def test_partition_of_the_leader(fast_config: CoordinatorConfig) -> None:
             assert new is not first and elected["epoch"] > old_epoch
             assert revoked[0]["t"] < expired < elected["t"]
             assert revoked[0]["t"] - t_drop < session_ms / 1000
-            term = wait_until(
+            term = wait_for(
                 lambda: [r for r in first.events("term") if r["epoch"] == old_epoch], 5, "c1's term"
             )
             assert term[0]["last"] < revoked[0]["t"]
 
             t_heal = proxied.heal("leader-c1")
-            wait_until(
+            wait_for(
                 lambda: [r for r in first.events("leader", t_heal) if r["leader"] == new.name],
                 20,
                 f"c1 to follow {new.name} after the partition healed",
             )
-            wait_until(lambda: agreed_leader(candidates) is new, 20, f"everyone to follow {new.name}")
+            wait_for(lambda: agreed_leader(candidates) is new, 20, f"everyone to follow {new.name}")
             time.sleep(0.5)
             assert first.events("elected", t_drop) == []
             assert first.alive
@@ -266,7 +265,7 @@ def test_soak_of_random_faults(fast_config: CoordinatorConfig, tmp_path: Path) -
         slots = {name: spawn(name) for name in ("c1", "c2", "c3", "c4")}
         everyone = list(slots.values())
         try:
-            wait_until(lambda: agreed_leader(everyone), 30, "a first leader")
+            wait_for(lambda: agreed_leader(everyone), 30, "a first leader")
             t_begin = time.monotonic()
             for _ in range(SOAK_FAULTS):
                 kind = rng.choices(list(SOAK_KINDS), weights=list(SOAK_KINDS.values()))[0]
@@ -299,7 +298,7 @@ def test_soak_of_random_faults(fast_config: CoordinatorConfig, tmp_path: Path) -
                     proxied.heal(f"leader-{target.name}")
                 faults.append(fault)
                 time.sleep(rng.uniform(0.05, 0.3))
-            wait_until(lambda: agreed_leader(everyone), 30, "a leader after the last fault")
+            wait_for(lambda: agreed_leader(everyone), 30, "a leader after the last fault")
             t_end = time.monotonic()
         finally:
             finish(everyone)
