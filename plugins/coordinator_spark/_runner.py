@@ -21,21 +21,20 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, final
 
-from kafka.protocol.admin import CreateTopicsRequest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import KafkaError
 
 from coordinator_api import (
     ConfigurationError,
-    Coordinator,
     CoordinatorConfig,
     EmbeddedCoordinator,
     GroupTimeoutError,
-    JoinedMember,
 )
 from coordinator_spark._collector import CollectorClient, Delivery, ResultCollector
 from coordinator_spark._identity import executor_identity
 from coordinator_spark._member import SlotMember, completed_units
 from coordinator_spark._model import DistributeError, WorkUnit
-from coordinator_spark._payloads import PROTOCOL_TYPE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -114,48 +113,31 @@ class Distribution:
         return {c.unit_id: c.result for c in self.completions}
 
 
-class _Observer(Coordinator):
-    """The driver's view of the job's group: it never joins; it reads committed offsets and
-    creates the job topic on a Kafka cluster."""
+class _JobObserver:
+    """The driver's view of the job: it creates the job topic on a Kafka cluster and reads the
+    group's committed offsets (the completions) with kafka-python's admin client; it never
+    joins the group."""
 
-    def protocol_type(self) -> str:
-        return PROTOCOL_TYPE
-
-    def metadata(self) -> list[tuple[str, bytes]]:  # pragma: no cover - never joins
-        raise NotImplementedError
-
-    def perform_assignment(
-        self, leader_id: str, protocol: str, members: list[JoinedMember]
-    ) -> dict[str, bytes]:  # pragma: no cover - never joins
-        raise NotImplementedError
-
-    def on_join_complete(
-        self, generation: int, member_id: str, protocol: str, assignment: bytes
-    ) -> None:  # pragma: no cover - never joins
-        raise NotImplementedError
+    def __init__(self, group_id: str, bootstrap_servers: str) -> None:
+        self._group_id = group_id
+        self._admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap_servers, client_id=f"{group_id}-driver", request_timeout_ms=30_000
+        )
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
-        creatable = CreateTopicsRequest.CreatableTopic
-        request = CreateTopicsRequest(
-            topics=[
-                creatable(
-                    name=topic,
-                    num_partitions=partitions,
-                    replication_factor=replication_factor,
-                    assignments=[],
-                    configs=[],
-                )
-            ],
-            timeout_ms=30_000,
-            validate_only=False,
-        )
-        response = self.send_request(request)
-        for result in response.topics:
-            if result.error_code:
-                raise DistributeError(
-                    f"cannot create the job topic {topic!r} ({partitions} partitions): "
-                    f"error {result.error_code} {getattr(result, 'error_message', '') or ''}".rstrip()
-                )
+        try:
+            self._admin.create_topics([NewTopic(topic, partitions, replication_factor)])
+        except KafkaError as exc:
+            raise DistributeError(
+                f"cannot create the job topic {topic!r} ({partitions} partitions): {exc}"
+            ) from exc
+
+    def committed_offsets(self) -> dict[tuple[str, int], tuple[int, str]]:
+        offsets = self._admin.list_group_offsets({self._group_id: None})[self._group_id]
+        return {(tp.topic, tp.partition): (om.offset, om.metadata or "") for tp, om in offsets.items()}
+
+    def close(self) -> None:
+        self._admin.close()
 
 
 @final
@@ -345,7 +327,7 @@ def distribute(
         ).start()
         bootstrap_servers = embedded.bootstrap_servers
     collector = ResultCollector(driver_host)
-    observer = _Observer(group_id, bootstrap_servers, request_timeout_ms=30_000)
+    observer = _JobObserver(group_id, bootstrap_servers)
     try:
         if embedded is None:
             observer.create_topic(topic, len(listed), replication_factor)
@@ -389,7 +371,7 @@ def _run(
     task: _SlotTask,
     slots: int,
     collector: ResultCollector,
-    observer: _Observer,
+    observer: _JobObserver,
     topic: str,
     total: int,
     on_progress: Callable[[Progress], None] | None,
