@@ -64,14 +64,18 @@ class _Connection:
 
         return self._manager.run(call)
 
-    def coordinator_of(self, group_id: str) -> Any:
+    def find_coordinator(self, group_id: str) -> Any:
+        """The FindCoordinator answer for ``group_id`` (node id, host, port)."""
         response = self.send(FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id]))
         result = response.coordinators[0] if response.coordinators else response
         if result.error_code:
             raise GroupError(
                 f"FindCoordinator answered error code {result.error_code}", group_id=group_id, member_id=""
             )
-        return self._manager.cluster.add_coordinator(result, 0, group_id)
+        return result
+
+    def coordinator_of(self, group_id: str) -> Any:
+        return self._manager.cluster.add_coordinator(self.find_coordinator(group_id), 0, group_id)
 
     def close(self) -> None:
         try:
@@ -91,6 +95,19 @@ def list_groups(bootstrap_servers: str, *, timeout_ms: int = 10_000) -> list[Lis
         (ListedGroup(g.group_id, g.protocol_type, g.group_state or "") for g in response.groups),
         key=lambda g: g.group_id,
     )
+
+
+def find_coordinator(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 10_000) -> int:
+    """Node id of the broker (or embedded coordinator) that coordinates ``group_id``.
+
+    :raises GroupError: FindCoordinator answered an error (for example COORDINATOR_NOT_AVAILABLE
+        while a Kafka cluster is still electing one).
+    """
+    conn = _Connection(bootstrap_servers, timeout_ms)
+    try:
+        return int(conn.find_coordinator(group_id).node_id)
+    finally:
+        conn.close()
 
 
 def describe_group(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 10_000) -> GroupDescription:

@@ -1,4 +1,5 @@
-"""Fixtures shared by the test suite: a real embedded coordinator on 127.0.0.1."""
+"""Fixtures shared by the test suite: a real embedded coordinator and a real 3-broker Apache Kafka
+cluster on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.testing import KafkaCluster
 
 # Short sessions keep failure tests quick; the bounds still reject nonsense.
 FAST_CONFIG = CoordinatorConfig(
@@ -27,3 +29,20 @@ def coordinator() -> Iterator[EmbeddedCoordinator]:
     """A running embedded coordinator with a 12-partition topic ``events``."""
     with EmbeddedCoordinator(topics={"events": 12}, config=FAST_CONFIG) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_brokers() -> int:
+    """The suite's Apache Kafka cluster has three brokers, so a group survives losing one."""
+    return 3
+
+
+@pytest.fixture
+def kafka(kafka_cluster: KafkaCluster) -> Iterator[KafkaCluster]:
+    """The session's 3-broker Apache Kafka cluster, made whole again after the test."""
+    yield kafka_cluster
+    for broker in kafka_cluster.brokers:
+        if broker.paused:
+            kafka_cluster.resume_broker(broker.node_id)
+        if not broker.running:
+            kafka_cluster.start_broker(broker.node_id)

@@ -10,6 +10,10 @@ Installed with coordinator-api and loaded by pytest through the ``pytest11`` ent
 * ``member_factory``: a :class:`~coordinator_api.testing._fixtures.MemberFactory` that makes
   members against ``embedded_coordinator`` with short session and heartbeat settings, settles
   a group, and closes every member it made at teardown.
+* ``kafka_cluster``: a real Apache Kafka 4 cluster (:class:`~coordinator_api.testing.KafkaCluster`)
+  on 127.0.0.1, started once per test session and shared; ``kafka_cluster_brokers`` (1 unless
+  overridden, e.g. 3 for broker-failure tests) sets its size. Needs ``java`` and ``mvn``; the
+  first run fetches Kafka with Maven into ``~/.cache/coordinator-api``.
 
 ::
 
@@ -28,8 +32,15 @@ import pytest
 
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api.testing._fixtures import TEST_COORDINATOR_CONFIG, MemberFactory
+from coordinator_api.testing._kafka_cluster import KafkaCluster
 
-__all__ = ["embedded_coordinator", "embedded_coordinator_config", "member_factory"]
+__all__ = [
+    "embedded_coordinator",
+    "embedded_coordinator_config",
+    "kafka_cluster",
+    "kafka_cluster_brokers",
+    "member_factory",
+]
 
 
 @pytest.fixture
@@ -53,3 +64,20 @@ def member_factory(embedded_coordinator: EmbeddedCoordinator) -> Iterator[Member
         yield factory
     finally:
         factory.close_all()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster_brokers() -> int:
+    """How many brokers ``kafka_cluster`` runs: 1; override it (session scope) for 3."""
+    return 1
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster(kafka_cluster_brokers: int) -> Iterator[KafkaCluster]:
+    """A running Apache Kafka cluster on 127.0.0.1, shared by the test session.
+
+    Tests that stop, kill or pause a broker should start it again before they end
+    (``kafka_cluster.start_broker(node_id)``), so later tests find the whole cluster.
+    """
+    with KafkaCluster(brokers=kafka_cluster_brokers) as cluster:
+        yield cluster

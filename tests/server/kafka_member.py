@@ -1,10 +1,12 @@
-"""A group member process driven by a real Kafka client (kafka-python or librdkafka).
+"""A group member process driven by a real Kafka client (kafka-python, librdkafka or Java).
 
 Run as ``python kafka_member.py --client kafka-python --bootstrap HOST:PORT --name m1 ...``.
 It subscribes to a topic in a consumer group and prints one JSON line per ownership change,
 written from inside the client's rebalance callbacks (so a revocation is reported before the
 member rejoins), plus commit failures when ``--commit-every-ms`` is set. SIGTERM closes the
-client gracefully (LeaveGroup); SIGKILL and SIGSTOP are left to the test.
+client gracefully (LeaveGroup); SIGKILL and SIGSTOP are left to the test. With ``--client java``
+the process replaces itself with Apache Kafka's Java consumer (JavaMember.java beside this file),
+which takes the same options and prints the same lines.
 """
 
 from __future__ import annotations
@@ -150,7 +152,19 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
     consumer.close()
 
 
+def exec_java(argv: list[str]) -> None:
+    """Become Apache Kafka's Java consumer (same pid, so the test's signals reach it)."""
+    from coordinator_api.testing import kafka_classpath
+
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "JavaMember.java")
+    java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
+    os.execvp("java", [*java, "-cp", kafka_classpath(), source, *argv])
+
+
 def main() -> None:
+    if "java" in sys.argv[1:] and sys.argv[sys.argv.index("java") - 1] == "--client":
+        at = sys.argv.index("java") - 1
+        exec_java(sys.argv[1:at] + sys.argv[at + 2 :])
     parser = argparse.ArgumentParser()
     parser.add_argument("--client", choices=("kafka-python", "confluent"), required=True)
     parser.add_argument("--bootstrap", required=True)

@@ -1,0 +1,556 @@
+"""A real Apache Kafka 4 cluster on 127.0.0.1 for tests and benchmarks.
+
+:class:`KafkaCluster` runs 1 or 3 KRaft nodes, each a combined broker and controller in its own
+Java process with a small heap, on free loopback ports. The jars come from Maven Central through
+the ordinary Maven client: ``mvn dependency:copy-dependencies`` on the small pom shipped beside
+this module (``kafka/pom.xml``, which pins the version) copies them into a cache directory once;
+every later cluster starts from that cache with no network.
+
+Faults are real: :meth:`KafkaCluster.stop_broker` is a controlled shutdown (SIGTERM),
+:meth:`~KafkaCluster.kill_broker` a SIGKILL, :meth:`~KafkaCluster.pause_broker` a SIGSTOP, and
+:meth:`~KafkaCluster.start_broker` restarts a node on its old ports and log directory. On Linux
+each broker is started under ``setpriv --pdeathsig KILL`` so that no broker outlives the process
+that started it, even when that process is killed; :meth:`~KafkaCluster.close` stops them all
+and removes the cluster's directory.
+
+Needs ``java`` (17 or newer) and ``mvn`` on ``PATH``; without them :class:`KafkaToolsMissing`
+says in one line what to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Final, TypeVar
+
+from coordinator_api._inspect import find_coordinator
+
+__all__ = [
+    "KAFKA_VERSION",
+    "KafkaBroker",
+    "KafkaCluster",
+    "KafkaClusterError",
+    "KafkaToolsMissing",
+    "kafka_classpath",
+]
+
+_POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
+_LOOPBACK: Final = "127.0.0.1"
+
+KAFKA_VERSION: Final[str] = re.search(  # type: ignore[union-attr]
+    r"<kafka\.version>([^<]+)</kafka\.version>", _POM.read_text(encoding="utf-8")
+).group(1)
+"""The Apache Kafka release the cluster runs, pinned in ``kafka/pom.xml``."""
+
+_INSTALL_HINT: Final = "install a JDK 17+ and Maven (Debian: apt-get install openjdk-17-jdk-headless maven)"
+
+_LOG4J2: Final = """\
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.org.name = org.apache.kafka
+logger.org.level = INFO
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+_ClusterT = TypeVar("_ClusterT", bound="KafkaCluster")
+
+
+class KafkaToolsMissing(RuntimeError):
+    """``java`` or ``mvn`` is not on ``PATH``, so Apache Kafka cannot be fetched or run."""
+
+
+class KafkaClusterError(RuntimeError):
+    """A broker did not start, stop or become ready in time; the message ends with its log."""
+
+
+def _cache_root() -> Path:
+    configured = os.environ.get("COORDINATOR_API_KAFKA_CACHE")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "coordinator-api"
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise KafkaToolsMissing(
+            f"Apache Kafka {KAFKA_VERSION} for tests needs `{tool}` on PATH: {_INSTALL_HINT}"
+        )
+    return path
+
+
+def kafka_classpath(cache_dir: str | os.PathLike[str] | None = None) -> str:
+    """The Java classpath of Apache Kafka :data:`KAFKA_VERSION`, fetched with Maven once.
+
+    The jars are copied into ``<cache>/kafka-<version>/libs``, where ``<cache>`` is
+    ``cache_dir``, else ``$COORDINATOR_API_KAFKA_CACHE``, else ``~/.cache/coordinator-api``. A
+    lock file keeps concurrent test processes from fetching twice; a half-finished fetch is
+    never used (the directory is renamed into place when complete).
+
+    :raises KafkaToolsMissing: ``java`` or ``mvn`` is not on ``PATH``.
+    :raises KafkaClusterError: Maven could not resolve the jars; the message has its output.
+    """
+    _require("java")
+    root = Path(cache_dir) if cache_dir is not None else _cache_root()
+    home = root / f"kafka-{KAFKA_VERSION}"
+    libs = home / "libs"
+    classpath = f"{libs}{os.sep}*"
+    if libs.is_dir():
+        return classpath
+    mvn = _require("mvn")
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if libs.is_dir():  # fetched by another process while this one waited
+            return classpath
+        partial = Path(tempfile.mkdtemp(prefix="libs-", dir=home))
+        pom = partial / "pom.xml"
+        shutil.copyfile(_POM, pom)
+        result = subprocess.run(
+            [
+                mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+                f"-DoutputDirectory={partial / 'jars'}", "-DincludeScope=runtime",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )  # fmt: skip
+        if result.returncode != 0 or not any((partial / "jars").glob("kafka_2.13-*.jar")):
+            shutil.rmtree(partial, ignore_errors=True)
+            raise KafkaClusterError(
+                f"mvn could not fetch Apache Kafka {KAFKA_VERSION} (exit {result.returncode}):\n"
+                + (result.stdout + result.stderr)[-4000:]
+            )
+        (partial / "jars").rename(libs)
+        shutil.rmtree(partial, ignore_errors=True)
+    return classpath
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((_LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _accepts(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((_LOOPBACK, port)) == 0
+
+
+@dataclass
+class KafkaBroker:
+    """One KRaft node of a :class:`KafkaCluster`: a broker and a controller in one process."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    directory: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    paused: bool = False
+
+    @property
+    def address(self) -> str:
+        """``127.0.0.1:PORT`` of its client listener."""
+        return f"{_LOOPBACK}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        """Whether its process exists (it may be paused)."""
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.running and self.process is not None else None
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of its server log and console output, for error messages."""
+        parts = []
+        for name in ("server.log", "console.log"):
+            path = self.directory / "logs" / name
+            if path.exists():
+                text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+                parts.append(f"--- broker {self.node_id} {name} ---\n" + "\n".join(text))
+        return "\n".join(parts)
+
+
+class KafkaCluster:
+    """Apache Kafka :data:`KAFKA_VERSION` in KRaft mode on 127.0.0.1, for tests and benchmarks.
+
+    ::
+
+        with KafkaCluster(brokers=3) as kafka:
+            kafka.create_topic("events", partitions=12)
+            member = MyCoordinator(bootstrap_servers=kafka.bootstrap_servers, group_id="g")
+            ...
+            kafka.kill_broker(kafka.coordinator_of("g"))   # SIGKILL the group's coordinator
+
+    Every node is a combined broker and controller (a static quorum of all nodes), with
+    ``__consumer_offsets`` replicated to every node (up to three), so a group survives the
+    loss of its coordinator broker on a 3-node cluster. Groups get broker defaults suited to
+    tests (no initial rebalance delay, sessions from 500 ms); ``broker_config`` overrides any
+    ``server.properties`` entry.
+
+    :param brokers: how many nodes: 1, or 3 for fault tolerance (a majority must stay up).
+    :param broker_config: extra ``server.properties`` entries for every node.
+    :param heap_mb: each broker's Java heap.
+    :param cache_dir: where the jars are cached (see :func:`kafka_classpath`).
+    :param start_timeout: seconds to wait for the cluster (or a restarted node) to be ready.
+    """
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        broker_config: dict[str, str] | None = None,
+        heap_mb: int = 256,
+        cache_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 90.0,
+    ) -> None:
+        if brokers < 1:
+            raise ValueError(f"a Kafka cluster needs at least one broker, not {brokers}")
+        if heap_mb < 64:
+            raise ValueError(f"heap_mb={heap_mb} is too small for a Kafka broker (at least 64)")
+        self._size = brokers
+        self._broker_config = dict(broker_config or {})
+        self._heap_mb = heap_mb
+        self._cache_dir = cache_dir
+        self._start_timeout = start_timeout
+        self._directory: Path | None = None
+        self._classpath = ""
+        self._brokers: dict[int, KafkaBroker] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Fetch Kafka if needed, format every node's storage, start them and wait until ready.
+
+        :raises KafkaToolsMissing: ``java`` or ``mvn`` is missing.
+        :raises KafkaClusterError: a node did not start within ``start_timeout``.
+        """
+        if self._brokers:
+            raise RuntimeError("this KafkaCluster is already started")
+        self._classpath = kafka_classpath(self._cache_dir)
+        self._directory = Path(tempfile.mkdtemp(prefix="coordinator-api-kafka-"))
+        try:
+            for node_id in range(1, self._size + 1):
+                directory = self._directory / f"broker-{node_id}"
+                (directory / "logs").mkdir(parents=True)
+                self._brokers[node_id] = KafkaBroker(node_id, _free_port(), _free_port(), directory)
+            cluster_id = _kafka_uuid()
+            for broker in self._brokers.values():
+                self._write_config(broker)
+                self._format(broker, cluster_id)
+            for broker in self._brokers.values():
+                self._launch(broker)
+            self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Stop every broker (SIGKILL after a short grace) and remove the cluster's files."""
+        for broker in self._brokers.values():
+            self._end(broker, signal.SIGTERM, grace=5.0)
+        self._brokers.clear()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+    def __enter__(self: _ClusterT) -> _ClusterT:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- what it is ----------------------------------------------------------------------------
+
+    @property
+    def brokers(self) -> list[KafkaBroker]:
+        """The nodes, by node id."""
+        return [self._brokers[n] for n in sorted(self._brokers)]
+
+    def broker(self, node_id: int) -> KafkaBroker:
+        """The node with this id (1 to the cluster's size)."""
+        try:
+            return self._brokers[node_id]
+        except KeyError:
+            raise ValueError(f"no broker {node_id} in this cluster (nodes {sorted(self._brokers)})") from None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every node's client listener, comma-separated, for any Kafka client."""
+        if not self._brokers:
+            raise RuntimeError("the KafkaCluster is not started")
+        return ",".join(b.address for b in self.brokers)
+
+    @property
+    def classpath(self) -> str:
+        """The classpath of Kafka's jars, for running its tools and Java clients."""
+        if not self._classpath:
+            self._classpath = kafka_classpath(self._cache_dir)
+        return self._classpath
+
+    def coordinator_of(self, group_id: str, timeout: float = 30.0) -> int:
+        """Node id of the live broker that coordinates ``group_id`` now (FindCoordinator).
+
+        Retries until ``timeout`` seconds have passed while the cluster answers that no
+        coordinator is available, or names a broker this cluster has stopped, killed or paused
+        (it takes ``broker.session.timeout.ms``, 3 s here, to notice a dead broker).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                node_id = find_coordinator(self._live_bootstrap(), group_id, timeout_ms=5000)
+                broker = self._brokers.get(node_id)
+                if broker is not None and broker.running and not broker.paused:
+                    return node_id
+                # The cluster has not yet noticed that this node is gone.
+                problem: object = f"the cluster still names broker {node_id}, which is down"
+            except Exception as exc:  # no coordinator yet, or kafka-python reached no broker
+                problem = repr(exc)
+            if time.monotonic() >= deadline:
+                raise KafkaClusterError(
+                    f"no live coordinator for group {group_id!r} within {timeout} s: {problem}"
+                )
+            time.sleep(0.2)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int | None = None) -> None:
+        """Create a topic (replicated to every node, up to three, unless told otherwise)."""
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        replicas = replication_factor if replication_factor is not None else min(3, self._size)
+        admin = KafkaAdminClient(bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster")
+        try:
+            admin.create_topics([NewTopic(name, partitions, replicas)], timeout_ms=30_000)
+        finally:
+            admin.close()
+        self._wait(lambda: self._topic_has_leaders(name, partitions), f"topic {name!r} to have leaders")
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def stop_broker(self, node_id: int, timeout: float = 60.0) -> None:
+        """Controlled shutdown of one node (SIGTERM), waiting until its process has exited."""
+        broker = self.broker(node_id)
+        if broker.paused:
+            self.resume_broker(node_id)
+        self._end(broker, signal.SIGTERM, grace=timeout)
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one node: no controlled shutdown, no leadership handed over."""
+        self._end(self.broker(node_id), signal.SIGKILL, grace=10.0)
+
+    def pause_broker(self, node_id: int) -> None:
+        """SIGSTOP one node: its sockets stay open and it answers nothing."""
+        broker = self.broker(node_id)
+        if broker.process is None or not broker.running:
+            raise KafkaClusterError(f"broker {node_id} is not running")
+        broker.process.send_signal(signal.SIGSTOP)
+        broker.paused = True
+
+    def resume_broker(self, node_id: int) -> None:
+        """SIGCONT a paused node."""
+        broker = self.broker(node_id)
+        if broker.process is not None and broker.running:
+            broker.process.send_signal(signal.SIGCONT)
+        broker.paused = False
+
+    def start_broker(self, node_id: int) -> None:
+        """Restart a stopped or killed node on its old ports and data, and wait until it is back."""
+        broker = self.broker(node_id)
+        if broker.running:
+            raise KafkaClusterError(f"broker {node_id} is still running (pid {broker.pid})")
+        self._launch(broker)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait until every running node serves clients and the brokers see each other."""
+        running = [b for b in self.brokers if b.running and not b.paused]
+        for broker in running:
+            self._wait(lambda b=broker: _accepts(b.port), f"broker {broker.node_id} to listen")  # type: ignore[misc]
+        expected = {b.node_id for b in running}
+        self._wait(lambda: self._registered() >= expected, f"brokers {sorted(expected)} to register")
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _live_bootstrap(self) -> str:
+        live = [b.address for b in self.brokers if b.running and not b.paused]
+        return ",".join(live) if live else self.bootstrap_servers
+
+    def _write_config(self, broker: KafkaBroker) -> None:
+        voters = ",".join(f"{b.node_id}@{_LOOPBACK}:{b.controller_port}" for b in self.brokers)
+        replicas = min(3, self._size)
+        settings = {
+            "process.roles": "broker,controller",
+            "node.id": str(broker.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://{broker.address},CONTROLLER://{_LOOPBACK}:{broker.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{broker.address}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(broker.directory / "data"),
+            "num.partitions": "1",
+            "default.replication.factor": str(replicas),
+            "offsets.topic.replication.factor": str(replicas),
+            "offsets.topic.num.partitions": "6",
+            "transaction.state.log.replication.factor": str(replicas),
+            "transaction.state.log.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": str(replicas),
+            "share.coordinator.state.topic.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "500",
+            "group.consumer.min.session.timeout.ms": "500",
+            "group.consumer.min.heartbeat.interval.ms": "100",
+            # A killed broker is fenced, and its partitions led elsewhere, within 3 s.
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "background.threads": "2",
+            "log.cleaner.enable": "false",
+            "auto.create.topics.enable": "false",
+            **self._broker_config,
+        }
+        text = "".join(f"{key}={value}\n" for key, value in settings.items())
+        (broker.directory / "server.properties").write_text(text, encoding="utf-8")
+        (broker.directory / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+
+    def _java(self, broker: KafkaBroker, main: str, *args: str) -> list[str]:
+        return [
+            _require("java"),
+            f"-Xms{self._heap_mb // 2}m",
+            f"-Xmx{self._heap_mb}m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:-UsePerfData",
+            "-Djava.awt.headless=true",
+            f"-Dkafka.logs.dir={broker.directory / 'logs'}",
+            f"-Dlog4j2.configurationFile={broker.directory / 'log4j2.properties'}",
+            "-cp",
+            self._classpath,
+            main,
+            *args,
+        ]
+
+    def _format(self, broker: KafkaBroker, cluster_id: str) -> None:
+        config = str(broker.directory / "server.properties")
+        result = subprocess.run(
+            self._java(broker, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise KafkaClusterError(
+                f"formatting broker {broker.node_id}'s storage failed:\n{result.stdout}{result.stderr}"
+            )
+
+    def _launch(self, broker: KafkaBroker) -> None:
+        argv = self._java(broker, "kafka.Kafka", str(broker.directory / "server.properties"))
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:  # the kernel kills the broker when this process dies
+            argv = [setpriv, "--pdeathsig", "KILL", *argv]
+        with open(broker.directory / "logs" / "console.log", "ab") as console:
+            broker.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT
+            )
+        broker.paused = False
+
+    def _end(self, broker: KafkaBroker, sig: signal.Signals, grace: float) -> None:
+        process = broker.process
+        if process is None:
+            return
+        if process.poll() is None:
+            if broker.paused and sig != signal.SIGKILL:
+                process.send_signal(signal.SIGCONT)
+            process.send_signal(sig)
+            try:
+                process.wait(grace)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        broker.paused = False
+
+    def _wait(self, condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + self._start_timeout
+        while True:
+            for broker in self.brokers:
+                if broker.process is not None and broker.process.poll() not in (None, 0, -9, -15, 143):
+                    raise KafkaClusterError(
+                        f"broker {broker.node_id} exited with {broker.process.returncode} while waiting "
+                        f"for {what}\n{broker.log_tail()}"
+                    )
+            with contextlib.suppress(Exception):
+                if condition():
+                    return
+            if time.monotonic() >= deadline:
+                logs = "\n".join(b.log_tail() for b in self.brokers)
+                raise KafkaClusterError(f"timed out after {self._start_timeout} s waiting for {what}\n{logs}")
+            time.sleep(0.2)
+
+    def _registered(self) -> set[int]:
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(
+            bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster", request_timeout_ms=5000
+        )
+        try:
+            cluster = admin.describe_cluster()
+        finally:
+            admin.close()
+        return {b["broker_id"] for b in cluster["brokers"] if not b.get("is_fenced")}
+
+    def _topic_has_leaders(self, name: str, partitions: int) -> bool:
+        from kafka.admin import KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster")
+        try:
+            (topic,) = admin.describe_topics([name])
+        finally:
+            admin.close()
+        leaders = [p["leader_id"] for p in topic["partitions"]]
+        return len(leaders) == partitions and all(leader >= 0 for leader in leaders)
+
+    def __repr__(self) -> str:
+        nodes = ", ".join(
+            f"{b.node_id}@{b.port}{'' if b.running else ' (down)'}{' (paused)' if b.paused else ''}"
+            for b in self.brokers
+        )
+        return f"KafkaCluster({KAFKA_VERSION}: {nodes or 'not started'})"
+
+
+def _kafka_uuid() -> str:
+    """A random cluster id in Kafka's form: 16 bytes, URL-safe base64 without padding."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")

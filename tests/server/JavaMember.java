@@ -1,0 +1,166 @@
+// A group member process driven by Apache Kafka's own Java consumer (KafkaConsumer).
+//
+// Started by kafka_member.py (--client java), which replaces itself with
+//   java -cp <Kafka's jars> JavaMember.java --bootstrap HOST:PORT --name m1 ...
+// so the test's pid, signals and stdout are this process's. It prints the same JSON lines as the
+// Python clients: one per ownership change, written from inside the rebalance listener (a
+// revocation is reported before the member rejoins), commit results when --commit-every-ms is
+// set, and with --read the records it consumed (committed synchronously after each poll).
+// SIGTERM closes the consumer gracefully (LeaveGroup); the process ends by itself when its
+// parent is gone.
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+public class JavaMember {
+    static final TreeSet<Integer> owned = new TreeSet<>();
+    static String name;
+
+    static synchronized void report(String fields) {
+        System.out.println("{\"t\": " + (System.currentTimeMillis() / 1000.0) + ", \"name\": \"" + name + "\", " + fields + "}");
+        System.out.flush();
+    }
+
+    static String list(Collection<Integer> values) {
+        StringBuilder out = new StringBuilder("[");
+        for (Integer v : values) {
+            if (out.length() > 1) out.append(", ");
+            out.append(v);
+        }
+        return out.append("]").toString();
+    }
+
+    static void change(String kind, Collection<TopicPartition> partitions) {
+        TreeSet<Integer> ids = new TreeSet<>();
+        for (TopicPartition tp : partitions) ids.add(tp.partition());
+        synchronized (owned) {
+            if (kind.equals("assigned")) owned.addAll(ids); else owned.removeAll(ids);
+            report("\"event\": \"" + kind + "\", \"partitions\": " + list(ids) + ", \"owned\": " + list(owned));
+        }
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Map<String, String> args = new HashMap<>();
+        for (int i = 0; i + 1 < argv.length; i += 2) args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
+        name = args.get("name");
+        String topic = args.getOrDefault("topic", "events");
+        int sessionMs = Integer.parseInt(args.getOrDefault("session-ms", "6000"));
+        int commitEveryMs = Integer.parseInt(args.getOrDefault("commit-every-ms", "0"));
+        boolean read = Boolean.parseBoolean(args.getOrDefault("read", "false"));
+        String protocol = args.getOrDefault("group-protocol", "classic");
+        String assignor = args.getOrDefault("assignor", "range");
+
+        Properties props = new Properties();
+        props.put("bootstrap.servers", args.get("bootstrap"));
+        props.put("group.id", args.getOrDefault("group", "g"));
+        props.put("client.id", name);
+        props.put("group.protocol", protocol);
+        props.put("enable.auto.commit", "false");
+        props.put("auto.offset.reset", "earliest");
+        props.put("key.deserializer", ByteArrayDeserializer.class.getName());
+        props.put("value.deserializer", ByteArrayDeserializer.class.getName());
+        if (protocol.equals("classic")) {
+            props.put("session.timeout.ms", Integer.toString(sessionMs));
+            props.put("heartbeat.interval.ms", Integer.toString(Math.max(sessionMs / 6, 100)));
+            Map<String, String> strategies = Map.of(
+                "range", "org.apache.kafka.clients.consumer.RangeAssignor",
+                "roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor",
+                "sticky", "org.apache.kafka.clients.consumer.StickyAssignor",
+                "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+            props.put("partition.assignment.strategy", strategies.get(assignor));
+        } else if (args.containsKey("remote-assignor")) {
+            props.put("group.remote.assignor", args.get("remote-assignor"));
+        }
+        if (args.containsKey("instance-id")) props.put("group.instance.id", args.get("instance-id"));
+
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
+        CountDownLatch closed = new CountDownLatch(1);
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            consumer.wakeup();
+            try { closed.await(); } catch (InterruptedException e) { }
+        }));
+        long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
+        report("\"event\": \"started\"");
+        consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            public void onPartitionsRevoked(Collection<TopicPartition> partitions) { change("revoked", partitions); }
+            public void onPartitionsAssigned(Collection<TopicPartition> partitions) { change("assigned", partitions); }
+            public void onPartitionsLost(Collection<TopicPartition> partitions) { change("lost", partitions); }
+        });
+        long lastCommit = 0;
+        long counter = 0;
+        String commitError = "unset";
+        try {
+            while (ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L) == parent) {
+                ConsumerRecords<byte[], byte[]> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (WakeupException e) {
+                    break;
+                } catch (KafkaException e) {  // the embedded coordinator keeps no log: fetches fail
+                    continue;
+                }
+                if (read && !records.isEmpty()) {
+                    StringBuilder out = new StringBuilder("[");
+                    for (ConsumerRecord<byte[], byte[]> r : records) {
+                        if (out.length() > 1) out.append(", ");
+                        out.append("[").append(r.partition()).append(", ").append(r.offset()).append("]");
+                    }
+                    report("\"event\": \"records\", \"records\": " + out.append("]"));
+                    String error = null;
+                    try {
+                        consumer.commitSync();
+                    } catch (WakeupException e) {
+                        break;
+                    } catch (KafkaException e) {
+                        error = e.getClass().getSimpleName();
+                    }
+                    report("\"event\": \"commit\", \"ok\": " + (error == null) + ", \"error\": " + (error == null ? "null" : "\"" + error + "\""));
+                }
+                if (commitEveryMs > 0 && System.currentTimeMillis() - lastCommit > commitEveryMs) {
+                    lastCommit = System.currentTimeMillis();
+                    List<Integer> mine;
+                    synchronized (owned) { mine = new ArrayList<>(owned); }
+                    if (!mine.isEmpty()) {
+                        counter += 1;
+                        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                        for (int p : mine) offsets.put(new TopicPartition(topic, p), new OffsetAndMetadata(counter, name));
+                        String error = null;
+                        try {
+                            consumer.commitSync(offsets);
+                        } catch (WakeupException e) {
+                            break;
+                        } catch (KafkaException e) {
+                            error = e.getClass().getSimpleName();
+                        }
+                        String key = error == null ? "ok" : error;
+                        if (!key.equals(commitError)) {
+                            commitError = key;
+                            report("\"event\": \"commit\", \"ok\": " + (error == null) + ", \"error\": " + (error == null ? "null" : "\"" + error + "\""));
+                        }
+                    }
+                }
+            }
+        } finally {
+            consumer.close();
+            report("\"event\": \"closed\"");
+            closed.countDown();
+        }
+    }
+}
