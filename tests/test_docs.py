@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.structs import OffsetAndMetadata
+
+from coordinator_api import EmbeddedCoordinator
+from coordinator_api.testing import KafkaCluster
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -28,3 +36,77 @@ def test_quickstart_is_a_working_coordinator_in_under_40_lines(tmp_path: Path) -
     owned = sorted(int(s) for line in lines for s in re.findall(r"\d+", line.split("owns shards", 1)[1]))
     assert owned == list(range(8))
     assert all(" generation 1 " in line for line in lines)
+
+
+def run_block(path: Path, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    path.write_text(code)
+    return subprocess.run(
+        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def committed(bootstrap_servers: str, group_id: str) -> dict[tuple[str, int], int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        offsets = admin.list_group_offsets({group_id: None})[group_id]
+    finally:
+        admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
+
+
+def test_operations_guide_moves_offsets_to_a_kafka_cluster_and_back(
+    tmp_path: Path, kafka: KafkaCluster
+) -> None:
+    move, _cluster_example = python_blocks("operations.md")
+    script = tmp_path / "move_offsets.py"
+    kafka.create_topic("moving-events", partitions=4)
+    with EmbeddedCoordinator(topics={"moving-events": 4}) as embedded:
+        source = embedded.bootstrap_servers
+        admin = KafkaAdminClient(bootstrap_servers=source)
+        try:
+            offsets = {
+                TopicPartition("moving-events", p): OffsetAndMetadata(10 * p + 1, "", -1) for p in range(4)
+            }
+            assert all(e.__name__ == "NoError" for e in admin.alter_group_offsets("moving", offsets).values())
+        finally:
+            admin.close()
+        expected = {("moving-events", p): 10 * p + 1 for p in range(4)}
+
+        result = run_block(script, move, "moving", source, kafka.bootstrap_servers)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "copied 4 offsets of moving"
+        assert committed(kafka.bootstrap_servers, "moving") == expected
+
+    with EmbeddedCoordinator(topics={"moving-events": 4}) as back:  # a fresh one: and back again
+        result = run_block(script, move, "moving", kafka.bootstrap_servers, back.bootstrap_servers)
+        assert result.returncode == 0, result.stderr
+        assert committed(back.bootstrap_servers, "moving") == expected
+
+
+def test_operations_guide_refuses_to_move_a_group_with_members(tmp_path: Path) -> None:
+    move, _cluster_example = python_blocks("operations.md")
+    with EmbeddedCoordinator(topics={"busy-events": 2}) as source, EmbeddedCoordinator() as target:
+        consumer = KafkaConsumer(
+            "busy-events",
+            bootstrap_servers=source.bootstrap_servers,
+            group_id="busy",
+            session_timeout_ms=10_000,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(200)
+            assert consumer.assignment()
+            result = run_block(
+                tmp_path / "move.py", move, "busy", source.bootstrap_servers, target.bootstrap_servers
+            )
+        finally:
+            consumer.close()
+    assert result.returncode != 0
+    assert "group busy still has 1 member(s)" in result.stderr
+
+
+def test_operations_guide_kafka_cluster_example_runs(tmp_path: Path) -> None:
+    _move, example = python_blocks("operations.md")
+    result = run_block(tmp_path / "cluster_example.py", example)
+    assert result.returncode == 0, result.stderr[-3000:]

@@ -49,6 +49,7 @@ __all__ = [
 
 _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
+_OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
 
 KAFKA_VERSION: Final[str] = re.search(  # type: ignore[union-attr]
     r"<kafka\.version>([^<]+)</kafka\.version>", _POM.read_text(encoding="utf-8")
@@ -267,6 +268,13 @@ class KafkaCluster:
             for broker in self._brokers.values():
                 self._launch(broker)
             self.wait_ready()
+            # Create __consumer_offsets now and wait for a leader of every partition, so that no
+            # test's first group meets COORDINATOR_NOT_AVAILABLE while the brokers load it.
+            self.coordinator_of("coordinator-api-readiness-probe", timeout=self._start_timeout)
+            self._wait(
+                lambda: self._topic_has_leaders("__consumer_offsets", _OFFSETS_PARTITIONS),
+                "__consumer_offsets to have leaders",
+            )
         except BaseException:
             self.close()
             raise
@@ -422,7 +430,7 @@ class KafkaCluster:
             "num.partitions": "1",
             "default.replication.factor": str(replicas),
             "offsets.topic.replication.factor": str(replicas),
-            "offsets.topic.num.partitions": "6",
+            "offsets.topic.num.partitions": str(_OFFSETS_PARTITIONS),
             "transaction.state.log.replication.factor": str(replicas),
             "transaction.state.log.min.isr": "1",
             "share.coordinator.state.topic.replication.factor": str(replicas),
