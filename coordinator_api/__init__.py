@@ -35,6 +35,7 @@ from coordinator_api._plugins import (
     ProtocolRegistry,
     get_plugin_manager,
     hookimpl,
+    installed_plugins,
 )
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
@@ -75,6 +76,7 @@ __all__ = [
     "encode",
     "get_plugin_manager",
     "hookimpl",
+    "installed_plugins",
     "payload",
     "peek_version",
     "since",

@@ -37,6 +37,7 @@ from coordinator_api._plugins._manager import (
     PluginRegistry,
     disabled_plugins,
     get_plugin_manager,
+    installed_plugins,
 )
 from coordinator_api._plugins._markers import NAME, hookimpl
 from coordinator_api._plugins._registry import (
@@ -79,6 +80,7 @@ __all__ = [
     "describe_plugins",
     "disabled_plugins",
     "get_plugin_manager",
+    "installed_plugins",
     "hookimpl",
     "plugins_report",
 ]

@@ -7,6 +7,7 @@ environment says, and no module holds a global manager loaded as a side effect o
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import logging
@@ -224,3 +225,17 @@ class PluginRegistry:
             self.commands,
         )
         return [what for registry in registries for by, what in registry.summary() if by == plugin]
+
+
+@functools.cache
+def installed_plugins() -> PluginRegistry:
+    """What the installed plugins register, loaded on first use and kept for the process.
+
+    Members find their protocol's assignors here by protocol type and name (the one place
+    assignors are looked up), so an assignor a third-party package registers for ``consumer`` or
+    ``streams`` is chosen exactly like a built-in one. Loading reads ``COORDINATOR_API_DISABLE_PLUGINS``
+    once; give a member its own ``plugins=PluginRegistry.load(...)`` to use another set.
+
+    :raises PluginLoadError: an installed plugin could not be loaded.
+    """
+    return PluginRegistry.load()

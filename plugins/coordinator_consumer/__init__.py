@@ -19,13 +19,20 @@ third-party plugin. It provides:
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, CommitFailedError, PayloadDecoderRegistry, hookimpl
+from coordinator_api import (
+    AssignorRegistry,
+    CommitFailedError,
+    PayloadDecoderRegistry,
+    ProtocolRegistry,
+    hookimpl,
+)
 from coordinator_consumer._describe import describe_assignment, describe_subscription
 from coordinator_consumer._kafka_consumer import AssignedConsumer
 from coordinator_consumer._member import ConsumerGroupMember
 from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
 from coordinator_consumer._protocol import (
+    PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
     decode_subscription,
@@ -37,7 +44,6 @@ from coordinator_consumer._roundrobin import assign_roundrobin
 from coordinator_consumer._sticky import assign_cooperative_sticky, assign_sticky
 from coordinator_consumer._uniform import assign_uniform
 
-PROTOCOL_TYPE = "consumer"
 ASSIGNORS: dict[str, Assignor] = {
     "range": assign_range,
     "roundrobin": assign_roundrobin,
@@ -45,6 +51,11 @@ ASSIGNORS: dict[str, Assignor] = {
     "cooperative-sticky": assign_cooperative_sticky,
     "uniform": assign_uniform,
 }
+
+
+@hookimpl
+def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, ConsumerGroupMember)
 
 
 @hookimpl

@@ -12,10 +12,11 @@ from typing import Any
 import kafka.errors
 from kafka.protocol.metadata import MetadataRequest
 
-from coordinator_api import ConfigurationError, Coordinator, JoinedMember
+from coordinator_api import ConfigurationError, Coordinator, JoinedMember, PluginRegistry, installed_plugins
 from coordinator_consumer._model import Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import validate_assignment
 from coordinator_consumer._protocol import (
+    PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
     decode_subscription,
@@ -63,8 +64,12 @@ class ConsumerGroupMember(Coordinator):
 
     :param topics: the topics to subscribe to, or
     :param pattern: a regular expression over the topic names the cluster reports.
-    :param assignor: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky`` or ``uniform``.
+    :param assignor: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, ``uniform``,
+        or an assignor another plugin registers for protocol type ``consumer`` (found by name in
+        the plugin registry; such an assignor runs eagerly).
     :param rack: this member's rack, for rack-aware assignment.
+    :param plugins: where assignors are found by name (default: the installed plugins,
+        :func:`coordinator_api.installed_plugins`).
     :param options: the settings of :class:`~coordinator_api.Coordinator`; among them
         ``metadata_max_age_ms`` (default 300000, as Kafka's) also sets how often a pattern
         subscription is checked for new or deleted topics.
@@ -82,22 +87,22 @@ class ConsumerGroupMember(Coordinator):
         on_partitions_assigned: PartitionsCallback | None = None,
         on_partitions_revoked: PartitionsCallback | None = None,
         on_partitions_lost: PartitionsCallback | None = None,
+        plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
-        from coordinator_consumer import ASSIGNORS
-
         super().__init__(group_id, bootstrap_servers, **options)
         if (topics is None) == (pattern is None):
             raise ConfigurationError(f"group {group_id!r}: give topics or a pattern, not both or neither")
-        if assignor not in ASSIGNORS:
-            known = ", ".join(sorted(ASSIGNORS))
+        self._plugins = plugins if plugins is not None else installed_plugins()
+        known = self._plugins.assignors.names(PROTOCOL_TYPE)
+        if assignor not in known:
             raise ConfigurationError(
-                f"group {group_id!r}: unknown assignor {assignor!r}; choose one of {known}"
+                f"group {group_id!r}: unknown assignor {assignor!r}; choose one of {', '.join(known)} "
+                "(or install a plugin that registers it for protocol type 'consumer')"
             )
         self._topics = frozenset(topics or ())
         self._pattern = re.compile(pattern) if pattern is not None else None
         self._assignor_name = assignor
-        self._assignor: Assignor = ASSIGNORS[assignor]
         self._cooperative = assignor == "cooperative-sticky"
         self._rack = rack
         self._assigned = on_partitions_assigned
@@ -118,7 +123,7 @@ class ConsumerGroupMember(Coordinator):
     # --- the Coordinator contract ------------------------------------------------------------------
 
     def protocol_type(self) -> str:
-        return "consumer"
+        return PROTOCOL_TYPE
 
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
@@ -134,8 +139,6 @@ class ConsumerGroupMember(Coordinator):
     def perform_assignment(
         self, leader_id: str, protocol: str, members: list[JoinedMember]
     ) -> dict[str, bytes]:
-        from coordinator_consumer import ASSIGNORS
-
         subscriptions = []
         for member in members:
             try:
@@ -147,7 +150,8 @@ class ConsumerGroupMember(Coordinator):
                 subscriptions.append(Subscription(member_id=member.member_id, topics=frozenset()))
         topics = frozenset().union(*(s.topics for s in subscriptions))
         cluster = self._cluster(topics)
-        assignment = ASSIGNORS[protocol](subscriptions, cluster)
+        assignor: Assignor = self._plugins.assignors.get(PROTOCOL_TYPE, protocol)
+        assignment = assignor(subscriptions, cluster)
         validate_assignment(assignment, subscriptions, cluster)
         return {member_id: encode_assignment(list(parts)) for member_id, parts in assignment.items()}
 

@@ -32,6 +32,9 @@ from coordinator_consumer._model import Subscription, TopicPartition
 
 #: The newest version of each payload this module knows, and the one it writes by default
 #: (as Kafka's ``ConsumerProtocol.CONSUMER_PROTOCOL_VERSION``).
+PROTOCOL_TYPE: Final = "consumer"
+"""Kafka's protocol type of consumer groups."""
+
 SUBSCRIPTION_VERSION: Final[int] = ConsumerProtocolSubscription.max_version
 ASSIGNMENT_VERSION: Final[int] = ConsumerProtocolAssignment.max_version
 

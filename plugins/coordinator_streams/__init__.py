@@ -22,7 +22,7 @@ third-party plugin. It provides:
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
+from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, ProtocolRegistry, hookimpl
 from coordinator_streams._high_availability import assign_tasks
 from coordinator_streams._member import StreamsGroupMember
 from coordinator_streams._model import (
@@ -39,6 +39,7 @@ from coordinator_streams._model import (
     TaskId,
 )
 from coordinator_streams._protocol import (
+    PROTOCOL_TYPE,
     decode_assignment,
     decode_subscriptions,
     describe_assignment,
@@ -55,11 +56,15 @@ from coordinator_streams._simulation import (
 )
 from coordinator_streams._sticky import assign_tasks_eager_sticky
 
-PROTOCOL_TYPE = "streams"
 ASSIGNORS: dict[str, StreamsAssignor] = {
     "high-availability": assign_tasks,
     "eager-sticky": assign_tasks_eager_sticky,
 }
+
+
+@hookimpl
+def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, StreamsGroupMember)
 
 
 @hookimpl

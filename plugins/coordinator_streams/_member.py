@@ -8,16 +8,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coordinator_api import ConfigurationError, Coordinator, JoinedMember
+from coordinator_api import ConfigurationError, Coordinator, JoinedMember, PluginRegistry, installed_plugins
 from coordinator_streams._model import (
     AssignmentConfig,
     ClientState,
     MemberTasks,
+    StreamsAssignor,
     Task,
     TaskAssignmentError,
     TaskId,
 )
 from coordinator_streams._protocol import (
+    PROTOCOL_TYPE,
     decode_assignment,
     decode_subscriptions,
     encode_assignment,
@@ -70,7 +72,8 @@ class StreamsGroupMember(Coordinator):
     :param rack: where the instance runs, for rack-aware standbys.
     :param client_tags: placement tags, see ``AssignmentConfig.rack_aware_assignment_tags``.
     :param config: the assignor's settings.
-    :param assignor: ``high-availability`` (default) or ``eager-sticky``.
+    :param assignor: ``high-availability`` (default), ``eager-sticky``, or an assignor another
+        plugin registers for protocol type ``streams``.
     :param task_lags: called on the application thread whenever the member builds its metadata
         (and to check warmups): for each stateful task with local state, records behind the
         changelog end.
@@ -80,6 +83,8 @@ class StreamsGroupMember(Coordinator):
     :param on_tasks_lost: called (on the heartbeat thread) with the active tasks the member lost
         without a clean handover; stop them at once.
     :param warmup_check_interval_ms: how often :meth:`poll` asks for lags while warmups exist.
+    :param plugins: where assignors are found by name (default: the installed plugins,
+        :func:`coordinator_api.installed_plugins`).
     """
 
     def __init__(
@@ -99,15 +104,17 @@ class StreamsGroupMember(Coordinator):
         on_tasks_revoked: RevokedCallback | None = None,
         on_tasks_lost: RevokedCallback | None = None,
         warmup_check_interval_ms: int = 1_000,
+        plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
-        from coordinator_streams import ASSIGNORS
-
         super().__init__(group_id, bootstrap_servers, **options)
-        if assignor not in ASSIGNORS:
+        self._plugins = plugins if plugins is not None else installed_plugins()
+        known = self._plugins.assignors.names(PROTOCOL_TYPE)
+        if assignor not in known:
             raise ConfigurationError(
                 f"group {group_id!r}: unknown streams assignor {assignor!r}; choose one of "
-                + ", ".join(sorted(ASSIGNORS))
+                + ", ".join(known)
+                + " (or install a plugin that registers it for protocol type 'streams')"
             )
         if not isinstance(process_id, str) or not process_id:
             raise ConfigurationError(f"group {group_id!r}: process_id must be a non-empty string")
@@ -140,7 +147,7 @@ class StreamsGroupMember(Coordinator):
     # --- the Coordinator contract ------------------------------------------------------------------
 
     def protocol_type(self) -> str:
-        return "streams"
+        return PROTOCOL_TYPE
 
     def metadata(self) -> list[tuple[str, bytes]]:
         with self._lock:
@@ -160,12 +167,11 @@ class StreamsGroupMember(Coordinator):
     def perform_assignment(
         self, leader_id: str, protocol: str, members: list[JoinedMember]
     ) -> dict[str, bytes]:
-        from coordinator_streams import ASSIGNORS
-
         clients, tasks, failed = decode_subscriptions(members)
         for member_id, error in sorted(failed.items()):
             log.warning("group %s: member %s gets nothing: %s", self.group_id, member_id, error)
-        result = ASSIGNORS[protocol](clients, tasks, self._config)
+        assignor: StreamsAssignor = self._plugins.assignors.get(PROTOCOL_TYPE, protocol)
+        result = assignor(clients, tasks, self._config)
         # Cooperative handover: a task another member still runs is withheld from its new owner
         # this round; the previous owner sees it revoked and rejoins, and the next round hands
         # it over. Nobody runs a task twice.

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from coordinator_api import JoinedMember, PayloadError, decode, decode_members, encode, payload
 from coordinator_streams._model import ClientState, MemberTasks, Task, TaskId
+
+PROTOCOL_TYPE: Final = "streams"
+"""The protocol type of Streams-style groups."""
 
 __all__ = [
     "StreamsAssignmentPayload",

@@ -75,6 +75,18 @@ class TestWithOtherSettings:
         second = member_factory(Echo, "echoes")
         with pytest.raises(Exception, match="GROUP_MAX_SIZE_REACHED"):
             second.ensure_active_group(timeout=10)
+
+
+def test_the_same_group_on_apache_kafka(kafka_cluster):
+    from coordinator_api.testing import MemberFactory
+
+    factory = MemberFactory(kafka_cluster.bootstrap_servers)
+    try:
+        members = [factory(Echo, "echoes-on-kafka") for _ in range(2)]
+        assert factory.settle() >= 1
+        assert sorted(m.assignment.decode() for m in members) == sorted(m.member_id for m in members)
+    finally:
+        factory.close_all()
 '''
 
 
@@ -103,7 +115,7 @@ def test_plugin_authors_get_the_fixtures_in_their_own_test_suite(tmp_path: Path)
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "3 passed" in result.stdout
+    assert "4 passed" in result.stdout
 
 
 def test_pytest_finds_the_fixtures_through_the_pytest11_entry_point() -> None:
@@ -112,6 +124,8 @@ def test_pytest_finds_the_fixtures_through_the_pytest11_entry_point() -> None:
     assert set(pytest_plugin.__all__) == {
         "embedded_coordinator",
         "embedded_coordinator_config",
+        "kafka_cluster",
+        "kafka_cluster_brokers",
         "member_factory",
     }
 

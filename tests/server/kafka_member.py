@@ -47,11 +47,22 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
     from kafka.errors import KafkaError
     from kafka.structs import OffsetAndMetadata
 
+    class FollowerOnlyAssignor(RangePartitionAssignor):  # type: ignore[misc]
+        """Offers a protocol name only this project's member can assign (a plugin's assignor);
+        the test makes that member the leader, so this one never assigns."""
+
+        name = args.assignor
+
+        @classmethod
+        def assign(cls, cluster: Any, members: Any) -> Any:
+            raise RuntimeError(f"kafka-python was made leader of a {cls.name} group")
+
     assignors = {
         "range": RangePartitionAssignor,
         "roundrobin": RoundRobinPartitionAssignor,
         "cooperative-sticky": CooperativeStickyAssignor,
     }
+    assignors.setdefault(args.assignor, FollowerOnlyAssignor)
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
