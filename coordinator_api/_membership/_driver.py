@@ -34,6 +34,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from coordinator_api._membership import _machine as m
 from coordinator_api._plugins._events import MemberEventKind
+from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -103,7 +104,7 @@ class MemberDriver:
         for action in network:
             self._send(action)
         if self._observe is not None:
-            if isinstance(event, m.JoinAnswered) and event.error == m.NONE:
+            if isinstance(event, m.JoinAnswered) and event.error == ErrorCode.NONE:
                 self._observe(
                     "joined",
                     generation.generation_id,

@@ -44,33 +44,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api._types import NO_GENERATION_ID, Generation, JoinedMember
 from coordinator_api._types import UNKNOWN_MEMBER_ID as NO_MEMBER_ID
 
-# Kafka error codes the member reacts to.
-NONE = 0
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-_COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
-_ERROR_NAMES = {
-    23: "INCONSISTENT_GROUP_PROTOCOL",
-    24: "INVALID_GROUP_ID",
-    26: "INVALID_SESSION_TIMEOUT",
-    30: "GROUP_AUTHORIZATION_FAILED",
-    35: "UNSUPPORTED_VERSION",
-    42: "INVALID_REQUEST",
-    81: "GROUP_MAX_SIZE_REACHED",
-}
-
-
-def error_name(code: int) -> str:
-    return _ERROR_NAMES.get(code, f"error code {code}")
+_COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
 class MemberState(enum.Enum):
@@ -427,7 +405,7 @@ class MemberMachine:
         if self.state is not MemberState.JOINING:
             return
         error = event.error
-        if error == NONE:
+        if error == ErrorCode.NONE:
             self._acknowledged(event.sent_at)
             self.generation_id = event.generation_id
             self.member_id = event.member_id
@@ -439,13 +417,13 @@ class MemberMachine:
                 self._ask_app("assign", Assign(event.leader_id, event.protocol_name or "", event.members))
             else:
                 self._send_sync(())
-        elif error == MEMBER_ID_REQUIRED:
+        elif error == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = event.member_id  # join again at once with it
-        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)  # and join again
-        elif error == REBALANCE_IN_PROGRESS:
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self._reset_generation(member_id_too=error == ErrorCode.UNKNOWN_MEMBER_ID)  # and join again
+        elif error == ErrorCode.REBALANCE_IN_PROGRESS:
             pass  # superseded by a newer join of ours; join again
-        elif error == FENCED_INSTANCE_ID:
+        elif error == ErrorCode.FENCED_INSTANCE_ID:
             self._fence()
         else:
             self._retry_or_fail("join", error, now)
@@ -470,7 +448,7 @@ class MemberMachine:
         if self.state is not MemberState.COMPLETING:
             return
         error = event.error
-        if error == NONE:
+        if error == ErrorCode.NONE:
             self._acknowledged(event.sent_at, stable=True)
             # Heartbeat at once in the new generation: a coordinator that holds heartbeats (the
             # embedded one) can then tell this member of the next rebalance the moment it starts.
@@ -479,13 +457,13 @@ class MemberMachine:
                 "complete",
                 Complete(self.generation_id, self.member_id, self.protocol_name or "", event.assignment),
             )
-        elif error == REBALANCE_IN_PROGRESS:
+        elif error == ErrorCode.REBALANCE_IN_PROGRESS:
             self._rejoin("the group started another rebalance")
-        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            self._reset_generation(member_id_too=error == ErrorCode.UNKNOWN_MEMBER_ID)
             self.state = MemberState.UNJOINED
             self._rejoin("SyncGroup was refused")
-        elif error == FENCED_INSTANCE_ID:
+        elif error == ErrorCode.FENCED_INSTANCE_ID:
             self._fence()
         else:
             self._retry_or_fail("sync", error, now)
@@ -505,19 +483,19 @@ class MemberMachine:
         error = event.error
         if self.state not in (MemberState.COMPLETING, MemberState.STABLE):
             return
-        if error == NONE:
+        if error == ErrorCode.NONE:
             self._acknowledged(event.sent_at, stable=True)
-        elif error == REBALANCE_IN_PROGRESS:
+        elif error == ErrorCode.REBALANCE_IN_PROGRESS:
             self._acknowledged(event.sent_at)
             if not self.rebalance_seen:
                 self.rebalance_seen = True
                 self._rejoin("the group is rebalancing")
-        elif error in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
-            name = "UNKNOWN_MEMBER_ID" if error == UNKNOWN_MEMBER_ID else "ILLEGAL_GENERATION"
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            name = error_name(error)
             self._lose(f"the coordinator no longer knows this member's generation ({name})")
-            self._reset_generation(member_id_too=error == UNKNOWN_MEMBER_ID)
+            self._reset_generation(member_id_too=error == ErrorCode.UNKNOWN_MEMBER_ID)
             self._rejoin("fenced by the coordinator")
-        elif error == FENCED_INSTANCE_ID:
+        elif error == ErrorCode.FENCED_INSTANCE_ID:
             self._fence()
         elif error in _COORDINATOR_MOVED:
             self.coordinator_known = False
@@ -608,7 +586,7 @@ class MemberMachine:
         if error in _COORDINATOR_MOVED:
             self.coordinator_known = False
             self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
-        elif error == COORDINATOR_LOAD_IN_PROGRESS:
+        elif error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             self.timers.retry_at = now + self.settings.retry_backoff_ms
             self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
         else:

@@ -7,9 +7,13 @@ any Kafka client can use it for group membership. It is a coordinator, not a log
 Fetch and ListOffsets are answered with an error.
 """
 
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._embedded import EmbeddedCoordinator
-from coordinator_api.server._messages import ErrorCode, GroupState, MembershipEvent
+from coordinator_api.server._messages import (
+    GroupState,
+    MembershipEvent,
+)
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._state import GroupCoordinator
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_api._errors import ConfigurationError, CoordinatorStartError
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import _wire
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
     CreateTopicsResult,
     Effects,
-    ErrorCode,
     MembershipEvent,
     OffsetFetchResult,
     Topic,

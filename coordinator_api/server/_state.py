@@ -50,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
     CommittedOffset,
@@ -63,7 +64,6 @@ from coordinator_api.server._messages import (
     DescribeGroups,
     DescribeGroupsResult,
     Effects,
-    ErrorCode,
     FetchedOffset,
     GroupDeleted,
     GroupSnapshot,

@@ -50,6 +50,7 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
     CreateTopics,
@@ -58,7 +59,6 @@ from coordinator_api.server._messages import (
     DeleteGroupsResult,
     DescribeGroups,
     DescribeGroupsResult,
-    ErrorCode,
     Heartbeat,
     HeartbeatResult,
     JoinGroup,

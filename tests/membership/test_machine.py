@@ -26,15 +26,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator_api._membership._machine import (
-    COORDINATOR_LOAD_IN_PROGRESS,
-    COORDINATOR_NOT_AVAILABLE,
-    FENCED_INSTANCE_ID,
-    ILLEGAL_GENERATION,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    NOT_COORDINATOR,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
     Assign,
     AssignmentComputed,
     AssignmentFailed,
@@ -63,9 +54,20 @@ from coordinator_api._membership._machine import (
     SyncAnswered,
     Tick,
 )
+from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
-INCONSISTENT_GROUP_PROTOCOL = 23
+COORDINATOR_LOAD_IN_PROGRESS = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+COORDINATOR_NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
+FENCED_INSTANCE_ID = ErrorCode.FENCED_INSTANCE_ID
+ILLEGAL_GENERATION = ErrorCode.ILLEGAL_GENERATION
+MEMBER_ID_REQUIRED = ErrorCode.MEMBER_ID_REQUIRED
+NONE = ErrorCode.NONE
+NOT_COORDINATOR = ErrorCode.NOT_COORDINATOR
+REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS
+UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
+
+INCONSISTENT_GROUP_PROTOCOL = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 PROTOCOLS = (("range", b"meta"),)
 SESSION = SETTINGS.session_timeout_ms
 MARGIN = SETTINGS.lease_margin_ms

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
     CommittedOffset,
@@ -22,7 +23,6 @@ from coordinator_api.server._messages import (
     DescribedGroup,
     DescribeGroups,
     Effects,
-    ErrorCode,
     FetchedOffset,
     GroupState,
     Heartbeat,

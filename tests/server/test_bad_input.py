@@ -55,6 +55,7 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import MembershipEvent
 
 HOST = "127.0.0.1"
@@ -63,17 +64,16 @@ CLOSE_TIMEOUT_S = 3.0
 MiB = 1 << 20
 MAX_REQUEST = MiB  # max_request_bytes of the servers here
 
-# Kafka error codes, spelled out so a renumbered server enum cannot make a test agree with it.
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-GROUP_ID_NOT_FOUND = 69
+NONE = ErrorCode.NONE
+UNKNOWN_TOPIC_OR_PARTITION = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+INCONSISTENT_GROUP_PROTOCOL = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+INVALID_GROUP_ID = ErrorCode.INVALID_GROUP_ID
+UNKNOWN_MEMBER_ID = ErrorCode.UNKNOWN_MEMBER_ID
+INVALID_SESSION_TIMEOUT = ErrorCode.INVALID_SESSION_TIMEOUT
+REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS
+UNSUPPORTED_VERSION = ErrorCode.UNSUPPORTED_VERSION
+INVALID_REQUEST = ErrorCode.INVALID_REQUEST
+GROUP_ID_NOT_FOUND = ErrorCode.GROUP_ID_NOT_FOUND
 
 # The api keys and version ranges the server advertises (coordinator_api/server/_wire.py).
 SUPPORTED = {

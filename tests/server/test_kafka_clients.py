@@ -18,6 +18,7 @@ from member_processes import (
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api._protocol import ErrorCode
 
 PARTITIONS = 12
 SESSION_MS = 3000
@@ -181,7 +182,7 @@ def test_zombie_is_fenced_and_rejoins_as_a_new_member(
             "the live members to take over",
         )
         # The zombie's identity can no longer commit.
-        assert probe_commit(coordinator, old_member_id, old_generation) == 25  # UNKNOWN_MEMBER_ID
+        assert probe_commit(coordinator, old_member_id, old_generation) == ErrorCode.UNKNOWN_MEMBER_ID
         zombie.resume()
         wait_for(
             lambda: any(e.member_id == old_member_id for e in membership.of("rejected", "g")),

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
-    ErrorCode,
     GroupDeleted,
     GroupSnapshot,
     GroupState,
