@@ -23,6 +23,7 @@ from coordinator_api._errors import (
 )
 from coordinator_api._payload import decode, decode_members, encode, payload, peek_version, since
 from coordinator_api._plugins import (
+    AssignmentSpec,
     AssignorRegistry,
     CommandRegistry,
     DuplicateRegistrationError,
@@ -33,6 +34,7 @@ from coordinator_api._plugins import (
     PluginLoadError,
     PluginRegistry,
     ProtocolRegistry,
+    ServerAssignorRegistry,
     get_plugin_manager,
     hookimpl,
     installed_plugins,
@@ -42,6 +44,7 @@ from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
 __all__ = [
     "NO_GENERATION",
+    "AssignmentSpec",
     "AssignorRegistry",
     "AsyncCoordinator",
     "CallbackError",
@@ -71,6 +74,7 @@ __all__ = [
     "PluginLoadError",
     "PluginRegistry",
     "ProtocolRegistry",
+    "ServerAssignorRegistry",
     "decode",
     "decode_members",
     "encode",

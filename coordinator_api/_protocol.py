@@ -1,5 +1,6 @@
 """Kafka's error codes: the one table the member runtime, the embedded coordinator, the
-benchmarks and the tests all import (values and names as Kafka's ``Errors`` enum has them).
+benchmarks and the tests all import (values and names as Kafka's ``Errors`` enum has them;
+tests/test_protocol.py checks them against Apache Kafka's own jar).
 
 Only codes this project sends or reacts to are listed; :func:`error_name` names any other
 code by its number.
@@ -38,6 +39,12 @@ class ErrorCode(enum.IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    UNKNOWN_TOPIC_ID = 100
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 def error_name(code: int) -> str:

@@ -41,6 +41,7 @@ from coordinator_api._plugins._manager import (
 )
 from coordinator_api._plugins._markers import NAME, hookimpl
 from coordinator_api._plugins._registry import (
+    AssignmentSpec,
     Assignor,
     AssignorRegistry,
     Command,
@@ -51,12 +52,16 @@ from coordinator_api._plugins._registry import (
     PayloadDecoderRegistry,
     ProtocolRegistry,
     Registration,
+    Resource,
+    ServerAssignor,
+    ServerAssignorRegistry,
 )
 
 __all__ = [
     "BUILTIN_PLUGINS",
     "DISABLE_PLUGINS_ENV",
     "NAME",
+    "AssignmentSpec",
     "Assignor",
     "AssignorRegistry",
     "Command",
@@ -76,6 +81,9 @@ __all__ = [
     "PluginRegistry",
     "ProtocolRegistry",
     "Registration",
+    "Resource",
+    "ServerAssignor",
+    "ServerAssignorRegistry",
     "add_plugin_commands",
     "describe_plugins",
     "disabled_plugins",

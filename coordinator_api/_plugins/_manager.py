@@ -26,6 +26,7 @@ from coordinator_api._plugins._registry import (
     CommandRegistry,
     PayloadDecoderRegistry,
     ProtocolRegistry,
+    ServerAssignorRegistry,
     _RegistryBase,
 )
 
@@ -134,6 +135,10 @@ class PluginHooks:
         """Call ``coordinator_api_register_assignors``."""
         self._register("coordinator_api_register_assignors", registry)
 
+    def register_server_assignors(self, registry: ServerAssignorRegistry) -> None:
+        """Call ``coordinator_api_register_server_assignors``."""
+        self._register("coordinator_api_register_server_assignors", registry)
+
     def register_payload_decoders(self, registry: PayloadDecoderRegistry) -> None:
         """Call ``coordinator_api_register_payload_decoders``."""
         self._register("coordinator_api_register_payload_decoders", registry)
@@ -190,6 +195,7 @@ class PluginRegistry:
 
     :ivar protocols: group protocols by protocol type.
     :ivar assignors: assignors by protocol type and name.
+    :ivar server_assignors: server-side assignors (incremental protocol) by protocol type and name.
     :ivar payload_decoders: payload decoders by protocol type.
     :ivar commands: ``coordinator-api`` subcommands.
     """
@@ -197,6 +203,7 @@ class PluginRegistry:
     def __init__(self) -> None:
         self.protocols = ProtocolRegistry()
         self.assignors = AssignorRegistry()
+        self.server_assignors = ServerAssignorRegistry()
         self.payload_decoders = PayloadDecoderRegistry()
         self.commands = CommandRegistry()
 
@@ -212,6 +219,7 @@ class PluginRegistry:
         registry = cls()
         hooks.register_protocols(registry.protocols)
         hooks.register_assignors(registry.assignors)
+        hooks.register_server_assignors(registry.server_assignors)
         hooks.register_payload_decoders(registry.payload_decoders)
         hooks.register_cli_commands(registry.commands)
         return registry
@@ -221,6 +229,7 @@ class PluginRegistry:
         registries: tuple[_RegistryBase, ...] = (
             self.protocols,
             self.assignors,
+            self.server_assignors,
             self.payload_decoders,
             self.commands,
         )

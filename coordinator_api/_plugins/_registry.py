@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import argparse
 import re
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeAlias, TypeVar, final
@@ -32,6 +32,40 @@ Assignor: TypeAlias = Callable[..., Any]
 """An assignor: a pure function whose signature is the contract of its protocol type, documented
 by the plugin that provides the protocol type (ARCHITECTURE rule 1: ``assign(members, resources,
 ...) -> assignment`` over frozen dataclasses). The registry only files it by name."""
+
+Resource: TypeAlias = tuple[str, int]
+"""What a server-side assignor hands out: a partition as (topic, partition), or any named,
+numbered resource of a protocol (a task, a work unit)."""
+
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class AssignmentSpec:
+    """One member as the coordinator shows it to a server-side assignor.
+
+    :ivar member_id: the member.
+    :ivar instance_id: its static instance id, if any.
+    :ivar rack: its rack, if it gave one.
+    :ivar topics: the topics (resource groups) it subscribes to, each known to the coordinator.
+    :ivar current: its current target: what the previous assignment gave it (for stickiness).
+    """
+
+    member_id: str
+    instance_id: str | None
+    rack: str | None
+    topics: frozenset[str]
+    current: frozenset[Resource]
+
+
+ServerAssignor: TypeAlias = Callable[
+    [Sequence[AssignmentSpec], Mapping[str, int]], Mapping[str, Iterable[Resource]]
+]
+"""A server-side assignor: ``assign(members, partition_counts) -> {member_id: resources}``.
+
+Pure (ARCHITECTURE rule 1): the coordinator of the incremental protocol (KIP-848) calls it with
+the members sorted by id and the partition count of every subscribed topic, and reconciles each
+member towards its result on its own. It must give each resource to at most one member, and
+only to members subscribed to its topic."""
 
 DescribePayload: TypeAlias = Callable[[str, bytes], str]
 """Turns one payload of a protocol type into words: ``describe(protocol_name, payload) -> str``.
@@ -234,6 +268,43 @@ class AssignorRegistry(_Registry[tuple[str, str], Assignor]):
     def names(self, protocol_type: str) -> list[str]:
         """The names of the assignors registered for ``protocol_type``, sorted."""
         return sorted(name for kind, name in self._entries if kind == protocol_type)
+
+
+@final
+class ServerAssignorRegistry(_Registry[tuple[str, str], ServerAssignor]):
+    """Server-side assignors by protocol type and name: what
+    ``coordinator_api_register_server_assignors`` fills.
+
+    The embedded coordinator runs them for groups of the incremental protocol (KIP-848): a
+    ``consumer`` group's members ask for one by name (``group.remote.assignor``), as Apache
+    Kafka's brokers offer ``uniform`` and ``range``.
+    """
+
+    what = "server-side assignor"
+
+    def register(self, protocol_type: str, name: str, assignor: ServerAssignor) -> None:
+        """Register ``assignor`` as the server-side assignor ``name`` of ``protocol_type``.
+
+        :raises DuplicateRegistrationError: another plugin registered this name for the type.
+        """
+        _check_name("protocol type", protocol_type)
+        _check_name("server-side assignor name", name)
+        if not callable(assignor):
+            raise ConfigurationError(
+                f"server-side assignor {protocol_type}/{name}: expected a function, got {assignor!r}"
+            )
+        self._add((protocol_type, name), assignor)
+
+    def get(self, protocol_type: str, name: str) -> ServerAssignor:
+        """The server-side assignor ``name`` of ``protocol_type``.
+
+        :raises NotRegisteredError: no plugin registered it.
+        """
+        return self._lookup((protocol_type, name)).value
+
+    def of(self, protocol_type: str) -> dict[str, ServerAssignor]:
+        """Every server-side assignor of ``protocol_type``, by name (sorted)."""
+        return {name: self.get(kind, name) for kind, name in sorted(self._entries) if kind == protocol_type}
 
 
 @final

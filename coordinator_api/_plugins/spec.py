@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         CommandRegistry,
         PayloadDecoderRegistry,
         ProtocolRegistry,
+        ServerAssignorRegistry,
     )
 
 
@@ -55,6 +56,26 @@ def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
         @hookimpl
         def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
             registry.register("roundrobin-shards", "roundrobin", assign_round_robin)
+
+    :param registry: call ``registry.register(protocol_type, name, assignor)`` once per
+        assignor; a (protocol type, name) pair another plugin registered raises
+        :class:`~coordinator_api._plugins.DuplicateRegistrationError`.
+    """
+
+
+@hookspec
+def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
+    """Register server-side assignors, by protocol type and name.
+
+    The embedded coordinator runs them for groups of the incremental rebalance protocol
+    (KIP-848), where the coordinator, not a member, computes the target assignment. A
+    server-side assignor is a pure function ``assign(members, partition_counts) ->
+    {member_id: [(topic, partition), ...]}`` over :class:`~coordinator_api.AssignmentSpec`
+    members (the ``consumer`` plugin registers Kafka's ``uniform`` and ``range``)::
+
+        @hookimpl
+        def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
+            registry.register("consumer", "uniform", uniform_server_assignor)
 
     :param registry: call ``registry.register(protocol_type, name, assignor)`` once per
         assignor; a (protocol type, name) pair another plugin registered raises

@@ -37,6 +37,15 @@ class CoordinatorConfig:
         than a third of the member's session, and released as soon as the client sends another
         request on the connection. No Kafka counterpart (KIP-848's heartbeats serve the same
         end); 0 answers every heartbeat at once, as Kafka's classic coordinator does.
+    :param consumer_group_session_timeout_ms: ``group.consumer.session.timeout.ms``: the session
+        of a member of a consumer group of the incremental protocol (KIP-848), where the
+        coordinator, not the member, sets it.
+    :param consumer_group_heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``: how
+        often such members heartbeat.
+    :param consumer_group_assignors: ``group.consumer.assignors``: the server-side assignors
+        consumer groups may ask for, found in the plugin registry (protocol type ``consumer``);
+        the first is the default.
+    :param consumer_group_max_size: ``group.consumer.max.size``; ``None`` means unlimited.
     :param node_id: the broker id this coordinator reports for itself.
     :param cluster_id: the cluster id reported in Metadata.
     """
@@ -52,6 +61,10 @@ class CoordinatorConfig:
     max_request_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
     heartbeat_hold_ms: int = 5000
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5_000
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_group_max_size: int | None = None
     node_id: int = 0
     cluster_id: str = "coordinator-api"
 
@@ -64,6 +77,15 @@ class CoordinatorConfig:
             raise ConfigurationError(
                 "min_session_timeout_ms must not exceed max_session_timeout_ms "
                 f"({self.min_session_timeout_ms} > {self.max_session_timeout_ms})"
+            )
+        if self.consumer_group_heartbeat_interval_ms >= self.consumer_group_session_timeout_ms:
+            raise ConfigurationError(
+                "consumer_group_heartbeat_interval_ms must be below consumer_group_session_timeout_ms "
+                f"({self.consumer_group_heartbeat_interval_ms} >= {self.consumer_group_session_timeout_ms})"
+            )
+        if self.consumer_group_max_size is not None and self.consumer_group_max_size < 1:
+            raise ConfigurationError(
+                f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"
             )
         if self.max_group_size is not None and self.max_group_size < 1:
             raise ConfigurationError(f"max_group_size must be at least 1, got {self.max_group_size}")

@@ -22,6 +22,17 @@ class GroupState(enum.Enum):
     DEAD = "Dead"
 
 
+class ConsumerGroupState(enum.Enum):
+    """States of a consumer group of the incremental protocol (KIP-848), named as Kafka names
+    them: Empty; Assigning (a new target assignment is due); Reconciling (some member has not
+    reached it yet); Stable."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+
+
 # --- group membership -------------------------------------------------------------------
 
 
@@ -179,7 +190,8 @@ class ListGroups:
 class ListedGroup:
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,6 +276,81 @@ class Topic:
     topic_id: bytes  # 16 bytes, Kafka's topic UUID
 
 
+# --- consumer groups of the incremental protocol (KIP-848) -----------------------------------
+
+TopicIdPartitions = tuple[tuple[bytes, tuple[int, ...]], ...]
+"""Partitions by topic id, as KIP-848's messages carry them: ((topic id, (partition, ...)), ...)."""
+
+DescribedPartitions = tuple[tuple[bytes, str, tuple[int, ...]], ...]
+"""Partitions by topic id and name, as ConsumerGroupDescribe shows them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupHeartbeat:
+    """A ConsumerGroupHeartbeat request, in the engine's terms (owned partitions by topic id)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: TopicIdPartitions | None = None
+    client_id: str = ""
+    client_host: str = ""
+    # ConsumerGroupHeartbeat v1+: the member brings its own member id (KIP-1082).
+    member_id_required: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupHeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: TopicIdPartitions | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: DescribedPartitions
+    target_assignment: DescribedPartitions
+
+
+@dataclass(frozen=True, kw_only=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error: ErrorCode
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupDescribe:
+    group_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupDescribeResult:
+    groups: tuple[DescribedConsumerGroup, ...]
+
+
 Request = (
     JoinGroup
     | SyncGroup
@@ -275,6 +362,8 @@ Request = (
     | DescribeGroups
     | DeleteGroups
     | CreateTopics
+    | ConsumerGroupHeartbeat
+    | ConsumerGroupDescribe
 )
 Result = (
     JoinGroupResult
@@ -287,6 +376,8 @@ Result = (
     | DescribeGroupsResult
     | DeleteGroupsResult
     | CreateTopicsResult
+    | ConsumerGroupHeartbeatResult
+    | ConsumerGroupDescribeResult
 )
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_api._errors import ConfigurationError, CoordinatorStartError
+from coordinator_api._plugins._manager import installed_plugins
+from coordinator_api._plugins._registry import ServerAssignor
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import _wire
 from coordinator_api.server._config import CoordinatorConfig
@@ -35,6 +37,28 @@ from coordinator_api.server._store import SqliteStore
 
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
+
+
+def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
+    """The server-side assignors ``config.consumer_group_assignors`` names, from the plugins.
+
+    :raises ConfigurationError: a name no installed plugin registers for protocol type
+        ``consumer`` (with the consumer plugin disabled there are none, and consumer groups of
+        the incremental protocol are refused with UNSUPPORTED_ASSIGNOR).
+    """
+    available = installed_plugins().server_assignors.of("consumer")
+    if not available:
+        log.warning(
+            "no plugin registers server-side assignors for consumer groups: ConsumerGroupHeartbeat is refused"
+        )
+        return {}
+    unknown = [name for name in config.consumer_group_assignors if name not in available]
+    if unknown:
+        raise ConfigurationError(
+            f"consumer_group_assignors names {', '.join(unknown)}, but the installed plugins register "
+            f"only {', '.join(available)} for protocol type 'consumer'"
+        )
+    return {name: available[name] for name in config.consumer_group_assignors}
 
 
 class CoordinatorServer:
@@ -65,7 +89,7 @@ class CoordinatorServer:
         self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._declared_topics = dict(topics or {})
-        self.state = GroupCoordinator(self.config)
+        self.state = GroupCoordinator(self.config, server_assignors=consumer_server_assignors(self.config))
         self._store: SqliteStore | None = None
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -47,13 +47,19 @@ import heapq
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from coordinator_api._plugins._registry import ServerAssignor
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._consumer_group import ConsumerGroups
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
     CreatedTopic,
     CreateTopics,
     CreateTopicsResult,
@@ -234,12 +240,21 @@ class _Group:
 
 
 class GroupCoordinator:
-    """Classic-protocol group coordination over requests and the current time.
+    """Group coordination over requests and the current time: classic groups here, consumer
+    groups of the incremental protocol (KIP-848) in :mod:`coordinator_api.server._consumer_group`.
+
+    A group id is a classic group or a consumer group, never both at once: a ConsumerGroupHeartbeat
+    to a classic group that has members gets GROUP_ID_NOT_FOUND, and a JoinGroup to a consumer
+    group that has members gets INCONSISTENT_GROUP_PROTOCOL. A consumer group's committed offsets
+    are kept, as a classic group's, in an Empty classic group record of the same id.
 
     :param config: the coordinator's settings.
     :param member_id_factory: makes a new member id from a client id or group instance id
         (injectable so tests get predictable ids).
     :param topic_id_factory: makes a 16-byte topic id for a new topic.
+    :param server_assignors: the server-side assignors of consumer groups by name, in the order
+        of ``config.consumer_group_assignors`` (the first is the default); none: consumer groups
+        cannot be joined (UNSUPPORTED_ASSIGNOR).
     """
 
     def __init__(
@@ -248,12 +263,20 @@ class GroupCoordinator:
         *,
         member_id_factory: Callable[[str], str] = _new_member_id,
         topic_id_factory: Callable[[], bytes] = _new_topic_id,
+        server_assignors: Mapping[str, ServerAssignor] | None = None,
     ) -> None:
         self._config = config or CoordinatorConfig()
         self._new_member_id = member_id_factory
         self._new_topic_id = topic_id_factory
         self._groups: dict[str, _Group] = {}
         self._topics: dict[str, Topic] = {}
+        self._consumer_groups = ConsumerGroups(
+            assignors=server_assignors or {},
+            topics=self._topics,
+            session_timeout_ms=self._config.consumer_group_session_timeout_ms,
+            heartbeat_interval_ms=self._config.consumer_group_heartbeat_interval_ms,
+            max_group_size=self._config.consumer_group_max_size,
+        )
         # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
         # when popped, so resetting a session costs no heap work.
         self._timers: list[tuple[int, int, str, str, str]] = []
@@ -347,9 +370,28 @@ class GroupCoordinator:
             fx.replies.append((ref, self._describe_groups(request)))
         elif isinstance(request, DeleteGroups):
             fx.replies.append((ref, self._delete_groups(request, fx)))
+        elif isinstance(request, ConsumerGroupHeartbeat):
+            fx.replies.append((ref, self._consumer_group_heartbeat(request, now_ms, fx)))
+        elif isinstance(request, ConsumerGroupDescribe):
+            described = tuple(self._consumer_groups.describe(g) for g in request.group_ids)
+            fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
         else:
             fx.replies.append((ref, self._create_topics(request, fx)))
         return fx
+
+    def _consumer_group_heartbeat(
+        self, req: ConsumerGroupHeartbeat, now_ms: int, fx: Effects
+    ) -> ConsumerGroupHeartbeatResult:
+        classic = self._groups.get(req.group_id)
+        if classic is not None and classic.state is not GroupState.EMPTY:
+            return ConsumerGroupHeartbeatResult(
+                error=ErrorCode.GROUP_ID_NOT_FOUND,
+                message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
+                member_id=req.member_id or None,
+            )
+        result, events = self._consumer_groups.heartbeat(req, now_ms)
+        fx.events.extend(events)
+        return result
 
     def release(self, ref: RequestRef, now_ms: int) -> Effects:
         """Another request arrived on the connection of a held heartbeat: answer it now (NONE),
@@ -388,11 +430,15 @@ class GroupCoordinator:
 
     def next_deadline(self) -> int | None:
         """The earliest time at which :meth:`expire` may have work, or None."""
-        return self._timers[0][0] if self._timers else None
+        deadlines = [d for d in (self._consumer_groups.next_deadline(),) if d is not None]
+        if self._timers:
+            deadlines.append(self._timers[0][0])
+        return min(deadlines, default=None)
 
     def expire(self, now_ms: int) -> Effects:
         """Fire every timer due at ``now_ms``: sessions, pending members, rebalance phases."""
         fx = Effects()
+        fx.events.extend(self._consumer_groups.expire(now_ms))
         while self._timers and self._timers[0][0] <= now_ms:
             deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
             group = self._groups.get(group_id)
@@ -458,6 +504,8 @@ class GroupCoordinator:
 
         if not req.group_id:
             return fail(ErrorCode.INVALID_GROUP_ID)
+        if req.group_id in self._consumer_groups and self._consumer_groups.has_members(req.group_id):
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # no online migration between protocols
         cfg = self._config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
@@ -992,11 +1040,20 @@ class GroupCoordinator:
         if not req.group_id:
             return all_fail(ErrorCode.INVALID_GROUP_ID)
         group = self._groups.get(req.group_id)
-        if group is None:
+        if req.group_id in self._consumer_groups:
+            # Fenced by member epoch; the group's Empty classic record only keeps its offsets.
+            error = self._consumer_groups.check_commit(req.group_id, req.member_id, req.generation_id)
+            if error is not ErrorCode.NONE:
+                return all_fail(error)
+            if group is None:
+                group = self._groups[req.group_id] = _Group(req.group_id)
+        elif group is None:
             if req.generation_id >= 0:
                 return all_fail(ErrorCode.ILLEGAL_GENERATION)
             group = self._groups[req.group_id] = _Group(req.group_id)
-        elif not (req.generation_id < 0 and group.state is GroupState.EMPTY):
+        if req.group_id not in self._consumer_groups and not (
+            req.generation_id < 0 and group.state is GroupState.EMPTY
+        ):
             if self._is_fenced(group, req.group_instance_id, req.member_id):
                 return all_fail(ErrorCode.FENCED_INSTANCE_ID)
             member = group.members.get(req.member_id)
@@ -1052,6 +1109,8 @@ class GroupCoordinator:
     def _list_groups(self, req: ListGroups) -> ListGroupsResult:
         listed = []
         for group in sorted(self._groups.values(), key=lambda g: g.group_id):
+            if group.group_id in self._consumer_groups:
+                continue  # listed below, as a consumer group
             if req.states and group.state.value.lower() not in req.states:
                 continue
             if req.types and "classic" not in req.types:
@@ -1063,7 +1122,16 @@ class GroupCoordinator:
                     state=group.state,
                 )
             )
-        return ListGroupsResult(groups=tuple(listed))
+        for group_id in self._consumer_groups.group_ids():
+            state = self._consumer_groups.state(group_id)
+            if req.states and state.value.lower() not in req.states:
+                continue
+            if req.types and "consumer" not in req.types:
+                continue
+            listed.append(
+                ListedGroup(group_id=group_id, protocol_type="consumer", state=state, group_type="consumer")
+            )
+        return ListGroupsResult(groups=tuple(sorted(listed, key=lambda g: g.group_id)))
 
     def _describe_groups(self, req: DescribeGroups) -> DescribeGroupsResult:
         described = []
@@ -1111,7 +1179,13 @@ class GroupCoordinator:
         results = []
         for group_id in req.group_ids:
             group = self._groups.get(group_id)
-            if group is None:
+            if group_id in self._consumer_groups:
+                error = self._consumer_groups.delete(group_id)
+                if error is ErrorCode.NONE and group is not None:
+                    del self._groups[group_id]  # its offsets go with it
+                    fx.writes.append(GroupDeleted(group_id=group_id))
+                results.append((group_id, error))
+            elif group is None:
                 results.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND))
             elif group.state is not GroupState.EMPTY:
                 results.append((group_id, ErrorCode.NON_EMPTY_GROUP))

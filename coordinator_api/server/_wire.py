@@ -53,10 +53,15 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
     CreateTopics,
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DescribedPartitions,
     DescribeGroups,
     DescribeGroupsResult,
     Heartbeat,
@@ -78,6 +83,12 @@ from coordinator_api.server._messages import (
     SyncGroup,
     SyncGroupResult,
     Topic,
+)
+from coordinator_api.server.schemas import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
 )
 
 
@@ -109,9 +120,11 @@ API_KEYS: dict[int, _Api] = {
     18: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
     19: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7),
     42: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
+    68: _Api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1),
+    69: _Api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1),
 }
 API_VERSIONS_KEY = 18
-GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 19, 42})
+GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 19, 42, 68, 69})
 LOG_APIS = frozenset({0, 1, 2})
 # What Produce, Fetch and ListOffsets get: the request is well formed, but this server keeps
 # no log. INVALID_REQUEST is not retriable, so clients report it instead of retrying forever.
@@ -186,11 +199,27 @@ def metadata_response(
     cluster_id: str,
 ) -> Any:
     partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+    listed = []
     if request.topics is None or (version == 0 and not request.topics):
         names = sorted(topics)
     else:
-        names = [t.name for t in request.topics if t.name is not None]
-    listed = []
+        # v10+ may ask by topic id (KIP-516), as KIP-848 clients do for their assigned topics.
+        by_id = {t.topic_id: t.name for t in topics.values()}
+        names = []
+        for asked in request.topics:
+            if asked.name is not None:
+                names.append(asked.name)
+                continue
+            topic_id = getattr(asked, "topic_id", None)
+            name = by_id.get(topic_id.bytes) if topic_id is not None else None
+            if name is not None:
+                names.append(name)
+            else:
+                listed.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id, partitions=[]
+                    )
+                )
     for name in names:
         topic = topics.get(name)
         if topic is None:
@@ -426,6 +455,27 @@ def to_request(frame: Frame, message: Any, client_host: str) -> Request:
         return DescribeGroups(group_ids=tuple(message.groups))
     if key == 42:
         return DeleteGroups(group_ids=tuple(message.groups_names))
+    if key == 68:
+        owned = message.topic_partitions
+        return ConsumerGroupHeartbeat(
+            group_id=message.group_id,
+            member_id=message.member_id,
+            member_epoch=message.member_epoch,
+            instance_id=message.instance_id,
+            rack_id=message.rack_id,
+            rebalance_timeout_ms=message.rebalance_timeout_ms,
+            subscribed_topic_names=None
+            if message.subscribed_topic_names is None
+            else tuple(message.subscribed_topic_names),
+            subscribed_topic_regex=message.subscribed_topic_regex if v >= 1 else None,
+            server_assignor=message.server_assignor,
+            owned=None if owned is None else tuple((t.topic_id.bytes, tuple(t.partitions)) for t in owned),
+            client_id=message.header.client_id or "",
+            client_host=client_host,
+            member_id_required=v >= 1,
+        )
+    if key == 69:
+        return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
     return CreateTopics(
         topics=tuple(
             NewTopic(
@@ -465,6 +515,27 @@ def offset_fetch_groups(message: Any) -> list[OffsetFetch]:
 
 def to_response(frame: Frame, result: Result) -> Any:
     v = frame.api_version
+    if isinstance(result, ConsumerGroupHeartbeatResult):
+        heartbeat_partitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
+        return ConsumerGroupHeartbeatResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=result.error,
+            error_message=result.message,
+            member_id=result.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            assignment=None
+            if result.assignment is None
+            else ConsumerGroupHeartbeatResponse.Assignment(
+                topic_partitions=[
+                    heartbeat_partitions(topic_id=_uuid(topic_id), partitions=list(parts))
+                    for topic_id, parts in result.assignment
+                ]
+            ),
+        )
+    if isinstance(result, ConsumerGroupDescribeResult):
+        return _consumer_group_describe_response(v, result)
     if isinstance(result, JoinGroupResult):
         return JoinGroupResponse(
             version=v,
@@ -557,7 +628,7 @@ def to_response(frame: Frame, result: Result) -> Any:
                     group_id=g.group_id,
                     protocol_type=g.protocol_type,
                     group_state=g.state.value,
-                    group_type="classic",
+                    group_type=g.group_type,
                 )
                 for g in result.groups
             ],
@@ -643,3 +714,51 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
             )
         )
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
+
+
+def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResult) -> Any:
+    group_cls = ConsumerGroupDescribeResponse.DescribedGroup
+    member_cls = group_cls.Member
+    assignment_cls = member_cls.Assignment
+    partitions_cls = assignment_cls.TopicPartitions
+
+    def assignment(partitions: DescribedPartitions) -> Any:
+        return assignment_cls(
+            topic_partitions=[
+                partitions_cls(topic_id=_uuid(topic_id), topic_name=name, partitions=list(parts))
+                for topic_id, name, parts in partitions
+            ]
+        )
+
+    return ConsumerGroupDescribeResponse(
+        version=v,
+        throttle_time_ms=0,
+        groups=[
+            group_cls(
+                error_code=g.error,
+                error_message=g.message,
+                group_id=g.group_id,
+                group_state=g.state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=[
+                    member_cls(
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=list(m.subscribed_topic_names),
+                        subscribed_topic_regex=m.subscribed_topic_regex,
+                        assignment=assignment(m.assignment),
+                        target_assignment=assignment(m.target_assignment),
+                        member_type=1,  # every member here speaks the consumer protocol
+                    )
+                    for m in g.members
+                ],
+            )
+            for g in result.groups
+        ],
+    )

@@ -24,6 +24,7 @@ from coordinator_api import (
     CommitFailedError,
     PayloadDecoderRegistry,
     ProtocolRegistry,
+    ServerAssignorRegistry,
     hookimpl,
 )
 from coordinator_consumer._describe import describe_assignment, describe_subscription
@@ -41,6 +42,7 @@ from coordinator_consumer._protocol import (
 )
 from coordinator_consumer._range import assign_range
 from coordinator_consumer._roundrobin import assign_roundrobin
+from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
 from coordinator_consumer._sticky import assign_cooperative_sticky, assign_sticky
 from coordinator_consumer._uniform import assign_uniform
 
@@ -61,6 +63,12 @@ def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
 @hookimpl
 def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
     for name, assignor in ASSIGNORS.items():
+        registry.register(PROTOCOL_TYPE, name, assignor)
+
+
+@hookimpl
+def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
+    for name, assignor in SERVER_ASSIGNORS.items():
         registry.register(PROTOCOL_TYPE, name, assignor)
 
 

@@ -93,6 +93,8 @@ SUPPORTED = {
     18: (0, 4),
     19: (2, 7),
     42: (0, 2),
+    68: (0, 1),
+    69: (0, 1),
 }
 
 SUBSCRIPTION = bytes(ConsumerProtocolSubscription(version=0, topics=["events"], user_data=b"").encode())

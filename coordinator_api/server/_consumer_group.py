@@ -1,0 +1,698 @@
+"""Consumer groups of the incremental rebalance protocol (KIP-848), sans-IO.
+
+Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` and
+``CurrentAssignmentBuilder``); everything that decides a member's assignment lives here:
+
+* **Epochs.** The *group epoch* grows whenever the group changes in a way that can change the
+  assignment: a member joins, leaves or is fenced; a member's subscription (topic names, regex,
+  rack, server assignor) changes; a subscribed topic's partition count changes. Whenever the
+  group epoch is ahead of the *assignment epoch*, the server-side assignor computes a new
+  *target assignment* (every member's partitions-to-be) and the assignment epoch becomes the
+  group epoch. Each member has its own *member epoch*: the assignment epoch it has been
+  reconciled to.
+* **Reconciliation, one member at a time, on its own heartbeats** (no group-wide barrier):
+
+  1. a member behind the assignment epoch that owns partitions its target no longer has must
+     first give them up: they are *pending revocation*, the member keeps its epoch and is in
+     ``UNREVOKED_PARTITIONS`` until a heartbeat no longer lists any of them as owned;
+  2. then it moves to the assignment epoch and gets the partitions of its target that no other
+     member owns; a partition another member still owns (pending revocation there) is
+     *unreleased*: the member is ``UNRELEASED_PARTITIONS`` and gets it on a later heartbeat,
+     once released;
+  3. otherwise it is ``STABLE``.
+
+  A partition is owned by at most one member at any time (assigned to it or pending revocation
+  from it), so no partition is ever consumed by two members at once.
+* **Fencing.** A heartbeat whose epoch is above the member's, or below it and not its previous
+  epoch with owned partitions within its assignment (the answer that bumped it was lost), gets
+  FENCED_MEMBER_EPOCH. A member that misses its session, or does not revoke within its rebalance
+  timeout, is removed: its partitions are released and the group epoch grows. An unknown member
+  id gets UNKNOWN_MEMBER_ID.
+* **Static members** (instance id): leaving with epoch -2 keeps the member's place and
+  assignment until its session ends; a new member with the same instance id (epoch 0) takes the
+  place, the epoch and the assignment over without a new group epoch. Joining while the old
+  member is active gets UNRELEASED_INSTANCE_ID; another member id using an active instance id
+  gets FENCED_INSTANCE_ID.
+* **The coordinator sets the pace**: the heartbeat interval and the session timeout are its
+  settings, not the member's.
+* **Answers** carry the assignment when the request was full (epoch 0, or rebalance timeout,
+  subscription and owned partitions all given) or the member's assignment changed.
+
+The engine never reads a clock: every entry point takes ``now_ms``; ``next_deadline()`` tells
+the shell when to call :meth:`ConsumerGroups.expire`.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+import re
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from coordinator_api._plugins._registry import AssignmentSpec, ServerAssignor
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server._messages import (
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
+    ConsumerGroupState,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    MembershipEvent,
+    Topic,
+    TopicIdPartitions,
+)
+
+TopicPartition = tuple[str, int]
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+class MemberState(enum.Enum):
+    """Where a member is in its reconciliation, named as Kafka names it."""
+
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"
+    UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+
+def _unknown_member(member_id: str, group_id: str) -> _Refused:
+    return _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+
+
+def _fenced_instance(member_id: str, instance_id: str, holder_id: str) -> _Refused:
+    return _Refused(
+        ErrorCode.FENCED_INSTANCE_ID,
+        f"Static member {member_id} with instance id {instance_id} was fenced by member {holder_id}.",
+    )
+
+
+class _Refused(Exception):
+    """A heartbeat answered with an error; the group is left as it was."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@dataclass(kw_only=True)
+class _Member:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = 0
+    topics: frozenset[str] = frozenset()
+    regex: str | None = None
+    server_assignor: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    epoch: int = 0
+    previous_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned: frozenset[TopicPartition] = frozenset()
+    pending_revocation: frozenset[TopicPartition] = frozenset()
+    session_deadline: int = 0
+    revocation_deadline: int | None = None
+
+
+@dataclass(kw_only=True)
+class _Group:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, _Member] = field(default_factory=dict)
+    static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
+    owners: dict[TopicPartition, str] = field(default_factory=dict)  # assigned or pending revocation
+    partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
+    assignor: str = ""
+
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.assignment_epoch != self.group_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(
+            m.epoch != self.assignment_epoch or m.state is not MemberState.STABLE
+            for m in self.members.values()
+        ):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+
+class ConsumerGroups:
+    """Every consumer group of the incremental protocol on this coordinator.
+
+    :param assignors: the server-side assignors by name (Kafka's ``group.consumer.assignors``);
+        the first is the default. With none, every heartbeat gets UNSUPPORTED_ASSIGNOR.
+    :param topics: the coordinator's topics by name (read, never changed, here).
+    :param session_timeout_ms: ``group.consumer.session.timeout.ms``.
+    :param heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``.
+    :param max_group_size: ``group.consumer.max.size``; ``None`` is unlimited.
+    :param member_id_factory: makes a member id for a version 0 join (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        assignors: Mapping[str, ServerAssignor],
+        topics: Mapping[str, Topic],
+        session_timeout_ms: int = 45_000,
+        heartbeat_interval_ms: int = 5_000,
+        max_group_size: int | None = None,
+        member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self._assignors = dict(assignors)
+        self._default_assignor = next(iter(self._assignors), "")
+        self._topics = topics
+        self._session_timeout_ms = session_timeout_ms
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._max_group_size = max_group_size
+        self._new_member_id = member_id_factory
+        self._groups: dict[str, _Group] = {}
+        # (deadline, sequence, group id, member id); stale entries are checked when popped.
+        self._timers: list[tuple[int, int, str, str]] = []
+        self._timer_seq = 0
+
+    # --- what the rest of the coordinator asks ---------------------------------------------
+
+    def __contains__(self, group_id: object) -> bool:
+        return group_id in self._groups
+
+    def group_ids(self) -> list[str]:
+        return sorted(self._groups)
+
+    def state(self, group_id: str) -> ConsumerGroupState:
+        return self._groups[group_id].state()
+
+    def has_members(self, group_id: str) -> bool:
+        return bool(self._groups[group_id].members)
+
+    def check_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
+        """Whether an OffsetCommit from ``member_id`` at ``member_epoch`` may be stored.
+
+        As Kafka: a commit with a negative epoch is accepted while the group has no members (an
+        admin or a simple consumer); otherwise the member must exist (UNKNOWN_MEMBER_ID) and be
+        at the epoch it commits with (STALE_MEMBER_EPOCH).
+        """
+        group = self._groups[group_id]
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def delete(self, group_id: str) -> ErrorCode:
+        """Forget an empty group (DeleteGroups); NON_EMPTY_GROUP while it has members."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        del self._groups[group_id]
+        return ErrorCode.NONE
+
+    def describe(self, group_id: str) -> DescribedConsumerGroup:
+        group = self._groups.get(group_id)
+        if group is None:
+            return DescribedConsumerGroup(
+                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} not found"
+            )
+        return DescribedConsumerGroup(
+            group_id=group_id,
+            error=ErrorCode.NONE,
+            state=group.state().value,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=group.assignor or self._default_assignor,
+            members=tuple(
+                DescribedConsumerMember(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    member_epoch=m.epoch,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    subscribed_topic_names=tuple(sorted(m.topics)),
+                    subscribed_topic_regex=m.regex,
+                    assignment=self._described(m.assigned),
+                    target_assignment=self._described(group.target.get(m.member_id, frozenset())),
+                )
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            ),
+        )
+
+    def next_deadline(self) -> int | None:
+        return self._timers[0][0] if self._timers else None
+
+    # --- heartbeats -------------------------------------------------------------------------
+
+    def heartbeat(
+        self, req: ConsumerGroupHeartbeat, now_ms: int
+    ) -> tuple[ConsumerGroupHeartbeatResult, list[MembershipEvent]]:
+        """Handle one ConsumerGroupHeartbeat; returns the answer and what changed."""
+        events: list[MembershipEvent] = []
+        try:
+            self._validate(req)
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(req, events), events
+            return self._heartbeat(req, now_ms, events), events
+        except _Refused as refused:
+            if req.group_id:
+                events.append(
+                    MembershipEvent(
+                        kind="rejected",
+                        group_id=req.group_id,
+                        generation_id=req.member_epoch,
+                        member_id=req.member_id or None,
+                        group_instance_id=req.instance_id,
+                        detail=f"ConsumerGroupHeartbeat: {refused.error.name}: {refused.message}",
+                    )
+                )
+            return (
+                ConsumerGroupHeartbeatResult(
+                    error=refused.error, message=refused.message, member_id=req.member_id or None
+                ),
+                events,
+            )
+
+    def _validate(self, req: ConsumerGroupHeartbeat) -> None:
+        def invalid(message: str) -> _Refused:
+            return _Refused(ErrorCode.INVALID_REQUEST, message)
+
+        needs_id = req.member_id_required or req.member_epoch > 0 or req.member_epoch == LEAVE_EPOCH
+        if needs_id and not req.member_id.strip():
+            raise invalid("MemberId can't be empty.")
+        if not req.group_id.strip():
+            raise invalid("GroupId can't be empty.")
+        for name, value in (("InstanceId", req.instance_id), ("RackId", req.rack_id)):
+            if value is not None and not value.strip():
+                raise invalid(f"{name} can't be empty.")
+        if req.member_epoch == JOIN_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.owned is None or req.owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
+        elif req.member_epoch == STATIC_LEAVE_EPOCH:
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        elif req.member_epoch < STATIC_LEAVE_EPOCH:
+            raise invalid("MemberEpoch is invalid.")
+        if req.rebalance_timeout_ms < -1:
+            raise invalid("RebalanceTimeoutMs is invalid.")
+        if not self._assignors:
+            raise _Refused(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                "No server-side assignor is installed for consumer groups (is the consumer plugin "
+                "disabled?).",
+            )
+        if req.server_assignor is not None and req.server_assignor not in self._assignors:
+            raise _Refused(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
+                + ", ".join(self._assignors)
+                + ".",
+            )
+        if req.subscribed_topic_regex:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as exc:
+                raise _Refused(
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
+                    f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular "
+                    f"expression: {exc}.",
+                ) from None
+
+    def _heartbeat(
+        self, req: ConsumerGroupHeartbeat, now_ms: int, events: list[MembershipEvent]
+    ) -> ConsumerGroupHeartbeatResult:
+        group = self._groups.get(req.group_id)
+        if group is None:
+            if req.member_epoch != JOIN_EPOCH:
+                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            group = _Group(group_id=req.group_id)
+        member_id = req.member_id or self._new_member_id()
+        if (
+            self._max_group_size is not None
+            and len(group.members) >= self._max_group_size
+            and member_id not in group.members
+            and not (req.instance_id is not None and req.instance_id in group.static)
+        ):
+            raise _Refused(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {self._max_group_size} members.",
+            )
+        owned = self._owned(req.owned)
+        old, joined = self._member_for(group, req, member_id, owned, events)
+        self._groups[group.group_id] = group  # a new group exists once it has a member
+
+        updated = replace(old)
+        if req.instance_id is not None:
+            updated.instance_id = req.instance_id
+        if req.rack_id is not None:
+            updated.rack_id = req.rack_id
+        if req.rebalance_timeout_ms != -1:
+            updated.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.server_assignor is not None:
+            updated.server_assignor = req.server_assignor
+        if req.subscribed_topic_names is not None:
+            updated.topics = frozenset(req.subscribed_topic_names)
+        if req.subscribed_topic_regex is not None:
+            updated.regex = req.subscribed_topic_regex or None
+        updated.client_id, updated.client_host = req.client_id, req.client_host
+
+        bump = group.group_epoch == 0 or joined
+        bump |= (updated.topics, updated.regex, updated.rack_id, updated.server_assignor) != (
+            old.topics,
+            old.regex,
+            old.rack_id,
+            old.server_assignor,
+        )
+        group.members[member_id] = updated
+        if updated.instance_id is not None:
+            group.static[updated.instance_id] = member_id
+        counts = self._subscribed_partition_counts(group)
+        if counts != group.partition_counts:
+            group.partition_counts = counts
+            bump = True
+        if bump:
+            group.group_epoch += 1
+            events.append(
+                MembershipEvent(
+                    kind="rebalance",
+                    group_id=group.group_id,
+                    generation_id=group.group_epoch,
+                    member_id=member_id,
+                    detail="group epoch bumped",
+                )
+            )
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        self._reconcile(group, updated, owned, now_ms, events)
+        updated.session_deadline = now_ms + self._session_timeout_ms
+        self._schedule(updated.session_deadline, group.group_id, member_id)
+
+        full = req.member_epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1
+            and req.subscribed_topic_names is not None
+            and req.owned is not None
+        )
+        changed = updated.assigned != old.assigned or joined
+        return ConsumerGroupHeartbeatResult(
+            error=ErrorCode.NONE,
+            member_id=member_id,
+            member_epoch=updated.epoch,
+            heartbeat_interval_ms=self._heartbeat_interval_ms,
+            assignment=self._by_topic_id(updated.assigned) if full or changed else None,
+        )
+
+    def _member_for(
+        self,
+        group: _Group,
+        req: ConsumerGroupHeartbeat,
+        member_id: str,
+        owned: frozenset[TopicPartition] | None,
+        events: list[MembershipEvent],
+    ) -> tuple[_Member, bool]:
+        """The member as it was before this heartbeat, and whether it is new to the group."""
+        existing = group.members.get(member_id)
+        if req.instance_id is None:
+            if req.member_epoch == JOIN_EPOCH:
+                if existing is not None:  # rejoining with epoch 0: start over from nothing
+                    self._remove(group, existing, events, kind="left", detail="rejoined with epoch 0")
+                return _Member(member_id=member_id), True
+            if existing is None:
+                raise _unknown_member(member_id, group.group_id)
+            self._check_epoch(existing, req.member_epoch, owned)
+            return existing, False
+
+        holder_id = group.static.get(req.instance_id)
+        holder = group.members.get(holder_id) if holder_id is not None else None
+        if req.member_epoch == JOIN_EPOCH:
+            if holder is None:
+                return _Member(member_id=member_id, instance_id=req.instance_id), True
+            if holder.epoch != STATIC_LEAVE_EPOCH:
+                raise _Refused(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {req.instance_id} cannot join the group "
+                    f"because the instance id is owned by {holder.member_id} member.",
+                )
+            # The new incarnation takes the old one's place, epoch and assignment over.
+            del group.members[holder.member_id]
+            target = group.target.pop(holder.member_id, frozenset())
+            group.target[member_id] = target
+            for partition in holder.assigned | holder.pending_revocation:
+                group.owners[partition] = member_id
+            events.append(
+                MembershipEvent(
+                    kind="joined",
+                    group_id=group.group_id,
+                    generation_id=group.group_epoch,
+                    member_id=member_id,
+                    group_instance_id=req.instance_id,
+                    detail=f"replaces static member {holder.member_id}",
+                )
+            )
+            # Its epoch starts again from 0: the next reconciliation gives it what it may have.
+            return replace(holder, member_id=member_id, epoch=0, previous_epoch=0), False
+        if holder is None:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if holder.member_id != member_id:
+            raise _fenced_instance(member_id, req.instance_id, holder.member_id)
+        self._check_epoch(holder, req.member_epoch, owned)
+        return holder, False
+
+    @staticmethod
+    def _check_epoch(member: _Member, received: int, owned: frozenset[TopicPartition] | None) -> None:
+        lost_answer = received == member.previous_epoch and owned is not None and owned <= member.assigned
+        if received > member.epoch or (received < member.epoch and not lost_answer):
+            relation = "greater" if received > member.epoch else "smaller"
+            raise _Refused(
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                f"The consumer group member has a {relation} member epoch ({received}) than the one known "
+                f"by the group coordinator ({member.epoch}). The member must abandon all its partitions "
+                "and rejoin.",
+            )
+
+    def _leave(
+        self, req: ConsumerGroupHeartbeat, events: list[MembershipEvent]
+    ) -> ConsumerGroupHeartbeatResult:
+        group = self._groups.get(req.group_id)
+        if group is None:
+            raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        if req.instance_id is not None:
+            holder_id = group.static.get(req.instance_id)
+            if holder_id is None:
+                raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if holder_id != req.member_id:
+                raise _fenced_instance(req.member_id, req.instance_id, holder_id)
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise _unknown_member(req.member_id, req.group_id)
+        if req.member_epoch == STATIC_LEAVE_EPOCH:
+            # The place and assignment wait for the next incarnation until the session ends.
+            # Kafka keeps the previous epoch and drops what was pending revocation.
+            left_at, member.epoch = member.epoch, STATIC_LEAVE_EPOCH
+            for partition in member.pending_revocation:
+                if group.owners.get(partition) == member.member_id:
+                    del group.owners[partition]
+            member.pending_revocation = frozenset()
+            member.revocation_deadline = None
+            events.append(
+                MembershipEvent(
+                    kind="left",
+                    group_id=group.group_id,
+                    generation_id=left_at,
+                    member_id=member.member_id,
+                    group_instance_id=member.instance_id,
+                    detail="static member left temporarily",
+                )
+            )
+        else:
+            self._remove(group, member, events, kind="left", detail="left the group")
+        return ConsumerGroupHeartbeatResult(
+            error=ErrorCode.NONE,
+            member_id=req.member_id,
+            member_epoch=req.member_epoch,
+            heartbeat_interval_ms=self._heartbeat_interval_ms,
+        )
+
+    # --- timers -----------------------------------------------------------------------------
+
+    def expire(self, now_ms: int) -> list[MembershipEvent]:
+        """Remove the members whose session or revocation deadline has passed."""
+        events: list[MembershipEvent] = []
+        while self._timers and self._timers[0][0] <= now_ms:
+            _, _, group_id, member_id = heapq.heappop(self._timers)
+            group = self._groups.get(group_id)
+            member = group.members.get(member_id) if group else None
+            if group is None or member is None:
+                continue
+            if member.session_deadline <= now_ms:
+                self._remove(group, member, events, kind="expired", detail="session timed out")
+            elif member.revocation_deadline is not None and member.revocation_deadline <= now_ms:
+                self._remove(
+                    group,
+                    member,
+                    events,
+                    kind="fenced",
+                    detail="did not revoke its partitions within its rebalance timeout",
+                )
+        return events
+
+    def _schedule(self, deadline: int, group_id: str, member_id: str) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self._timers, (deadline, self._timer_seq, group_id, member_id))
+
+    # --- assignment -------------------------------------------------------------------------
+
+    def _subscribed_topics(self, member: _Member) -> frozenset[str]:
+        topics = {t for t in member.topics if t in self._topics}
+        if member.regex:
+            pattern = re.compile(member.regex)
+            topics.update(t for t in self._topics if pattern.fullmatch(t))
+        return frozenset(topics)
+
+    def _subscribed_partition_counts(self, group: _Group) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for member in group.members.values():
+            for topic in self._subscribed_topics(member):
+                counts[topic] = self._topics[topic].partitions
+        return counts
+
+    def _compute_target(self, group: _Group) -> None:
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        name = max(sorted(votes), key=lambda n: votes[n]) if votes else self._default_assignor
+        group.assignor = name
+        specs = [
+            AssignmentSpec(
+                member_id=m.member_id,
+                instance_id=m.instance_id,
+                rack=m.rack_id,
+                topics=self._subscribed_topics(m),
+                current=group.target.get(m.member_id, frozenset()),
+            )
+            for m in sorted(group.members.values(), key=lambda m: m.member_id)
+        ]
+        result = self._assignors[name](specs, dict(group.partition_counts))
+        group.target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
+        group.assignment_epoch = group.group_epoch
+
+    def _reconcile(
+        self,
+        group: _Group,
+        member: _Member,
+        owned: frozenset[TopicPartition] | None,
+        now_ms: int,
+        events: list[MembershipEvent],
+    ) -> None:
+        """Move ``member`` towards its target as far as the rules allow (see the module's rules)."""
+        target = group.target.get(member.member_id, frozenset())
+        if member.state is MemberState.STABLE and member.epoch == group.assignment_epoch:
+            return
+        if member.state is MemberState.UNREVOKED_PARTITIONS and (
+            owned is None or owned & member.pending_revocation
+        ):
+            return  # still revoking
+        subscribed = self._subscribed_topics(member)
+        target = frozenset(p for p in target if p[0] in subscribed)
+        keep = member.assigned & target
+        revoke = member.assigned - keep
+        wanted = target - keep
+        free = frozenset(p for p in wanted if group.owners.get(p, member.member_id) == member.member_id)
+        unreleased = bool(wanted - free)
+        before = (member.epoch, member.state, member.assigned, member.pending_revocation)
+        if revoke and (owned is None or owned & revoke):
+            member.state = MemberState.UNREVOKED_PARTITIONS
+            member.previous_epoch = member.epoch  # Kafka's updateMemberEpoch(same epoch)
+            member.assigned, member.pending_revocation = keep, revoke
+            if member.revocation_deadline is None:
+                member.revocation_deadline = now_ms + member.rebalance_timeout_ms
+                self._schedule(member.revocation_deadline, group.group_id, member.member_id)
+        else:
+            for partition in member.pending_revocation | revoke:
+                if group.owners.get(partition) == member.member_id:
+                    del group.owners[partition]
+            member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+            member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
+            member.assigned, member.pending_revocation = keep | free, frozenset()
+            member.revocation_deadline = None
+        for partition in member.assigned | member.pending_revocation:
+            group.owners[partition] = member.member_id
+        if (member.epoch, member.state, member.assigned, member.pending_revocation) != before:
+            events.append(
+                MembershipEvent(
+                    kind="assigned",
+                    group_id=group.group_id,
+                    generation_id=member.epoch,
+                    member_id=member.member_id,
+                    group_instance_id=member.instance_id,
+                    detail=f"{member.state.value}: {len(member.assigned)} assigned, "
+                    f"{len(member.pending_revocation)} pending revocation",
+                )
+            )
+
+    def _remove(
+        self, group: _Group, member: _Member, events: list[MembershipEvent], *, kind: str, detail: str
+    ) -> None:
+        del group.members[member.member_id]
+        if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
+            del group.static[member.instance_id]
+        group.target.pop(member.member_id, None)
+        for partition in member.assigned | member.pending_revocation:
+            if group.owners.get(partition) == member.member_id:
+                del group.owners[partition]
+        group.group_epoch += 1
+        group.partition_counts = self._subscribed_partition_counts(group)
+        events.append(
+            MembershipEvent(
+                kind=kind,
+                group_id=group.group_id,
+                generation_id=group.group_epoch,
+                member_id=member.member_id,
+                group_instance_id=member.instance_id,
+                detail=detail,
+            )
+        )
+
+    # --- topic ids ------------------------------------------------------------------------------
+
+    def _owned(
+        self, owned: tuple[tuple[bytes, tuple[int, ...]], ...] | None
+    ) -> frozenset[TopicPartition] | None:
+        if owned is None:
+            return None
+        names = {t.topic_id: t.name for t in self._topics.values()}
+        return frozenset((names[tid], p) for tid, parts in owned if tid in names for p in parts)
+
+    def _by_topic_id(self, partitions: Iterable[TopicPartition]) -> TopicIdPartitions:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        return tuple(
+            (self._topics[topic].topic_id, tuple(sorted(parts)))
+            for topic, parts in sorted(by_topic.items())
+            if topic in self._topics
+        )
+
+    def _described(
+        self, partitions: Iterable[TopicPartition]
+    ) -> tuple[tuple[bytes, str, tuple[int, ...]], ...]:
+        return tuple(
+            (topic_id, self._name_of(topic_id), parts) for topic_id, parts in self._by_topic_id(partitions)
+        )
+
+    def _name_of(self, topic_id: bytes) -> str:
+        return next(t.name for t in self._topics.values() if t.topic_id == topic_id)

@@ -1,0 +1,490 @@
+"""The incremental rebalance protocol (KIP-848) on the embedded coordinator, sans-IO.
+
+Requests go through :class:`GroupCoordinator` with a fake clock and the consumer plugin's real
+server-side assignors, exactly as the server runs them. The rules checked are Apache Kafka 4's
+(GroupMetadataManager.consumerGroupHeartbeat and CurrentAssignmentBuilder); the stateful test
+at the end drives well-behaved and slow members at random and checks, after every step, that no
+partition is ever owned by two members, from the members' own point of view.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+import pytest
+from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server import CoordinatorConfig
+from coordinator_api.server._messages import (
+    CommittedOffset,
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
+    ConsumerGroupState,
+    CreateTopics,
+    DeleteGroups,
+    DeleteGroupsResult,
+    JoinGroup,
+    JoinGroupResult,
+    ListGroups,
+    ListGroupsResult,
+    NewTopic,
+    OffsetCommit,
+    OffsetCommitResult,
+)
+from coordinator_api.server._state import GroupCoordinator
+
+SESSION_MS = 6000
+INTERVAL_MS = 500
+REBALANCE_MS = 4000
+CONFIG = CoordinatorConfig(
+    initial_rebalance_delay_ms=0,
+    min_session_timeout_ms=500,
+    consumer_group_session_timeout_ms=SESSION_MS,
+    consumer_group_heartbeat_interval_ms=INTERVAL_MS,
+)
+
+
+class Coordinator:
+    """A GroupCoordinator with topics, a fake clock and short-hand requests."""
+
+    def __init__(self, topics: dict[str, int] | None = None) -> None:
+        self.state = GroupCoordinator(CONFIG, server_assignors=SERVER_ASSIGNORS)
+        self.now = 0
+        self.refs = iter(range(1, 1_000_000))
+        self.create(topics or {"t": 6})
+
+    def create(self, topics: dict[str, int]) -> None:
+        request = CreateTopics(
+            topics=tuple(NewTopic(name=n, num_partitions=p, replication_factor=1) for n, p in topics.items()),
+            validate_only=False,
+        )
+        self.state.handle(next(self.refs), request, self.now)
+
+    def topic_id(self, name: str) -> bytes:
+        topic = self.state.topic(name)
+        assert topic is not None
+        return topic.topic_id
+
+    def owned(self, partitions: Iterable[tuple[str, int]]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        return tuple((self.topic_id(t), tuple(sorted(p))) for t, p in sorted(by_topic.items()))
+
+    def request(self, request: object) -> object:
+        fx = self.state.handle(next(self.refs), request, self.now)  # type: ignore[arg-type]
+        ((_, result),) = fx.replies
+        return result
+
+    def heartbeat(
+        self, member_id: str, epoch: int, owned: Iterable[tuple[str, int]] | None = None, **fields: object
+    ) -> ConsumerGroupHeartbeatResult:
+        if epoch == 0:
+            fields.setdefault("rebalance_timeout_ms", REBALANCE_MS)
+            if "subscribed_topic_regex" not in fields:
+                fields.setdefault("subscribed_topic_names", ("t",))
+            owned = owned if owned is not None else ()
+        fields.setdefault("group_id", "g")
+        request = ConsumerGroupHeartbeat(
+            member_id=member_id,
+            member_epoch=epoch,
+            owned=None if owned is None else self.owned(owned),
+            **fields,  # type: ignore[arg-type]
+        )
+        result = self.request(request)
+        assert isinstance(result, ConsumerGroupHeartbeatResult)
+        return result
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+        self.state.expire(self.now)
+
+    def names(self, result: ConsumerGroupHeartbeatResult) -> set[tuple[str, int]] | None:
+        if result.assignment is None:
+            return None
+        by_id = {self.topic_id(t.name): t.name for t in self.state.topics()}
+        return {(by_id[tid], p) for tid, parts in result.assignment for p in parts}
+
+    def epoch(self, member_id: str, group_id: str = "g") -> int:
+        group = self.state._consumer_groups.describe(group_id)
+        (member,) = [m for m in group.members if m.member_id == member_id]
+        return member.member_epoch
+
+    def describe(self, group_id: str = "g") -> object:
+        result = self.request(ConsumerGroupDescribe(group_ids=(group_id,)))
+        assert isinstance(result, ConsumerGroupDescribeResult)
+        (group,) = result.groups
+        return group
+
+
+def t(*partitions: int) -> set[tuple[str, int]]:
+    return {("t", p) for p in partitions}
+
+
+@pytest.fixture
+def c() -> Coordinator:
+    return Coordinator()
+
+
+def test_a_first_member_gets_every_partition_at_epoch_one(c: Coordinator) -> None:
+    a = c.heartbeat("a", 0)
+    assert (a.error, a.member_id, a.member_epoch, a.heartbeat_interval_ms) == (
+        ErrorCode.NONE,
+        "a",
+        1,
+        INTERVAL_MS,
+    )
+    assert c.names(a) == t(0, 1, 2, 3, 4, 5)
+    assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
+
+
+def test_a_newcomer_waits_for_partitions_until_their_owner_revokes_them(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    b = c.heartbeat("b", 0)
+    # b is at the new epoch at once, but what it is due is still a's: unreleased, nothing yet.
+    assert (b.member_epoch, c.names(b)) == (2, set())
+    # a must revoke first and keeps its epoch until it has.
+    a = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    assert (a.member_epoch, c.names(a)) == (1, t(0, 1, 2))
+    assert c.state._consumer_groups.state("g") is ConsumerGroupState.RECONCILING
+    still = c.heartbeat("b", 2)
+    assert (still.member_epoch, still.assignment) == (2, None)  # nothing changed for b
+    # a heartbeats without the revoked partitions: it moves to epoch 2, and b can have them.
+    a = c.heartbeat("a", 1, t(0, 1, 2))
+    assert (a.member_epoch, a.assignment) == (2, None)
+    b = c.heartbeat("b", 2)
+    assert (b.member_epoch, c.names(b)) == (2, t(3, 4, 5))
+    assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
+
+
+def test_a_member_that_owns_no_revoked_partition_moves_on_at_once(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    # a already dropped what it must lose (say, after a lost answer): no revocation round.
+    a = c.heartbeat("a", 1, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (2, t(0, 1, 2))
+
+
+def test_a_member_leaving_gives_its_partitions_to_the_others(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    c.heartbeat("a", 1, t(0, 1, 2))
+    c.heartbeat("b", 2)
+    left = c.heartbeat("b", -1)
+    assert (left.error, left.member_epoch) == (ErrorCode.NONE, -1)
+    a = c.heartbeat("a", 2, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
+
+
+def test_a_member_that_stops_heartbeating_is_expired_after_the_session(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    c.advance(SESSION_MS - 1)
+    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    c.advance(1)  # b's session has passed
+    gone = c.heartbeat("b", 2)
+    assert gone.error is ErrorCode.UNKNOWN_MEMBER_ID
+    a = c.heartbeat("a", 1, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # told to revoke 3-5
+    for _ in range(REBALANCE_MS // INTERVAL_MS - 1):
+        c.advance(INTERVAL_MS)
+        still = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # keeps heartbeating, never revokes
+        assert still.error is ErrorCode.NONE
+    c.advance(INTERVAL_MS)
+    fenced = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    assert fenced.error is ErrorCode.UNKNOWN_MEMBER_ID
+    b = c.heartbeat("b", 2)
+    assert c.names(b) == t(0, 1, 2, 3, 4, 5)
+    assert b.member_epoch == 3
+
+
+def test_a_stalled_member_only_stalls_its_own_partitions(c: Coordinator) -> None:
+    """No barrier: while a never revokes, b keeps its partitions and a newcomer gets free ones."""
+    c.create({"u": 4})
+    c.heartbeat("a", 0, subscribed_topic_names=("t", "u"))
+    b = c.heartbeat("b", 0, subscribed_topic_names=("t", "u"))
+    a = c.heartbeat("a", 1, {*t(0, 1, 2, 3, 4, 5), ("u", 0), ("u", 1), ("u", 2), ("u", 3)})
+    a_owned = c.names(a)
+    assert a_owned is not None and len(a_owned) == 5  # a was told to revoke half, and stalls
+    b = c.heartbeat("b", 2)
+    assert c.names(b) in (None, set())  # b waits for a's partitions only
+    # A third member joins: the new target is computed at once.
+    newcomer = c.heartbeat("n", 0, subscribed_topic_names=("t", "u"))
+    assert newcomer.error is ErrorCode.NONE and newcomer.member_epoch == 3
+    group = c.state._consumer_groups.describe("g")
+    for member in group.members:
+        # Nobody's current partitions overlap another member's.
+        mine = {(name, p) for _, name, parts in member.assignment for p in parts}
+        others = {
+            (name, p)
+            for m in group.members
+            if m is not member
+            for _, name, parts in m.assignment
+            for p in parts
+        }
+        assert not mine & others
+
+
+def test_epochs_are_fenced_as_kafka_fences_them(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    ahead = c.heartbeat("a", 7, t(0, 1, 2, 3, 4, 5))
+    assert ahead.error is ErrorCode.FENCED_MEMBER_EPOCH
+    c.heartbeat("b", 0)
+    c.heartbeat("a", 1, t(0, 1, 2))  # to epoch 2
+    # The previous epoch with owned partitions within the assignment: a lost answer, accepted.
+    retry = c.heartbeat("a", 1, t(0, 1))
+    assert (retry.error, retry.member_epoch) == (ErrorCode.NONE, 2)
+    # The previous epoch claiming a partition it no longer has: fenced.
+    assert c.heartbeat("a", 1, t(0, 4)).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert c.heartbeat("nobody", 3, t()).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_requests_are_validated_as_kafka_validates_them(c: Coordinator) -> None:
+    def error(**fields: object) -> ErrorCode:
+        fields.setdefault("group_id", "g")
+        fields.setdefault("member_id", "m")
+        fields.setdefault("member_epoch", 0)
+        result = c.request(ConsumerGroupHeartbeat(**fields))  # type: ignore[arg-type]
+        assert isinstance(result, ConsumerGroupHeartbeatResult)
+        return result.error
+
+    full = {"rebalance_timeout_ms": 1000, "subscribed_topic_names": ("t",), "owned": ()}
+    assert error(**full) is ErrorCode.NONE
+    assert error(**{**full, "group_id": " "}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "member_id": ""}) is ErrorCode.INVALID_REQUEST  # v1: the client's id
+    assert error(**{**full, "member_id": "", "member_id_required": False}) is ErrorCode.NONE  # v0
+    assert error(**{**full, "rebalance_timeout_ms": -1}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "owned": None}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "owned": ((c.topic_id("t"), (0,)),)}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "subscribed_topic_names": None}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "instance_id": ""}) is ErrorCode.INVALID_REQUEST
+    assert error(**{**full, "member_epoch": -3}) is ErrorCode.INVALID_REQUEST
+    assert error(member_epoch=-2) is ErrorCode.INVALID_REQUEST  # a static leave needs its instance id
+    assert error(**{**full, "server_assignor": "sticky"}) is ErrorCode.UNSUPPORTED_ASSIGNOR
+    assert error(**{**full, "subscribed_topic_regex": "("}) is ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert error(group_id="unknown", member_epoch=3) is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_the_member_may_ask_for_the_range_assignor(c: Coordinator) -> None:
+    c.create({"u": 2})
+    a = c.heartbeat("a", 0, subscribed_topic_names=("t", "u"), server_assignor="range")
+    assert c.names(a) == {*t(0, 1, 2, 3, 4, 5), ("u", 0), ("u", 1)}
+    c.heartbeat("b", 0, subscribed_topic_names=("t", "u"), server_assignor="range")
+    group = c.state._consumer_groups.describe("g")
+    assert group.assignor_name == "range"
+    targets = {m.member_id: {(n, p) for _, n, ps in m.target_assignment for p in ps} for m in group.members}
+    # Kafka's range: each topic split by member-id order.
+    assert targets == {"a": {*t(0, 1, 2), ("u", 0)}, "b": {*t(3, 4, 5), ("u", 1)}}
+
+
+def test_a_regex_subscription_is_evaluated_on_the_coordinator(c: Coordinator) -> None:
+    a = c.heartbeat("a", 0, subscribed_topic_regex="ord.*")
+    assert c.names(a) == set()
+    c.create({"orders": 2, "other": 1})
+    a = c.heartbeat("a", 1, ())
+    assert c.names(a) == {("orders", 0), ("orders", 1)}  # a topic created later is assigned
+    assert a.member_epoch == 2
+
+
+def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> None:
+    a = c.heartbeat("a1", 0, instance_id="node-a")
+    c.heartbeat("b", 0)
+    c.heartbeat("a1", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")
+    c.heartbeat("a1", 1, t(0, 1, 2), instance_id="node-a")
+    epoch_before = c.state._consumer_groups.describe("g").group_epoch
+    left = c.heartbeat("a1", -2, instance_id="node-a")
+    assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
+    # The next incarnation, with a new member id, takes the place and the partitions over.
+    a = c.heartbeat("a2", 0, instance_id="node-a")
+    assert a.error is ErrorCode.NONE
+    assert c.names(a) == t(0, 1, 2)
+    assert c.state._consumer_groups.describe("g").group_epoch == epoch_before
+    # The old incarnation is fenced; another one while this one lives is refused.
+    assert c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a").error is ErrorCode.FENCED_INSTANCE_ID
+    assert c.heartbeat("a3", 0, instance_id="node-a").error is ErrorCode.UNRELEASED_INSTANCE_ID
+    del a
+
+
+def test_a_static_member_that_never_comes_back_is_removed_after_its_session(c: Coordinator) -> None:
+    c.heartbeat("a1", 0, instance_id="node-a")
+    c.heartbeat("b", 0)
+    c.heartbeat("a1", 1, t(0, 1, 2), instance_id="node-a")
+    c.heartbeat("a1", -2, instance_id="node-a")
+    for _ in range(SESSION_MS // INTERVAL_MS):
+        c.advance(INTERVAL_MS)
+        b = c.heartbeat("b", c.epoch("b"), None)
+    assert c.names(b) == t(0, 1, 2, 3, 4, 5)
+
+
+def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+
+    def commit(member_id: str, epoch: int) -> ErrorCode:
+        offsets = (CommittedOffset(topic="t", partition=0, offset=5, leader_epoch=-1, metadata=""),)
+        request = OffsetCommit(
+            group_id="g", generation_id=epoch, member_id=member_id, group_instance_id=None, offsets=offsets
+        )
+        result = c.request(request)
+        assert isinstance(result, OffsetCommitResult)
+        return result.errors[0][2]
+
+    assert commit("a", 1) is ErrorCode.NONE
+    assert commit("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit("", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
+    c.heartbeat("a", -1)
+    assert commit("", -1) is ErrorCode.NONE
+
+
+def test_classic_and_consumer_groups_do_not_share_an_id(c: Coordinator) -> None:
+    c.heartbeat("a", 0)
+    join = JoinGroup(
+        group_id="g",
+        member_id="",
+        group_instance_id=None,
+        client_id="classic",
+        client_host="/127.0.0.1",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=(("range", b""),),
+        require_known_member_id=False,
+    )
+    result = c.request(join)
+    assert isinstance(result, JoinGroupResult) and result.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    classic = c.request(JoinGroup(**{**join.__dict__, "group_id": "classic-group"}))
+    assert isinstance(classic, JoinGroupResult) and classic.error is ErrorCode.NONE
+    refused = c.heartbeat("b", 0, group_id="classic-group")
+    assert refused.error is ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_consumer_groups_are_listed_described_and_deleted(c: Coordinator) -> None:
+    c.heartbeat("a", 0, subscribed_topic_names=("t",))
+    listed = c.request(ListGroups(states=frozenset(), types=frozenset({"consumer"})))
+    assert isinstance(listed, ListGroupsResult)
+    assert [(g.group_id, g.protocol_type, g.state.value, g.group_type) for g in listed.groups] == [
+        ("g", "consumer", "Stable", "consumer")
+    ]
+    group = c.describe()
+    assert group.error is ErrorCode.NONE and group.state == "Stable"  # type: ignore[attr-defined]
+    assert c.describe("nope").error is ErrorCode.GROUP_ID_NOT_FOUND  # type: ignore[attr-defined]
+    deleted = c.request(DeleteGroups(group_ids=("g",)))
+    assert isinstance(deleted, DeleteGroupsResult) and deleted.results == (("g", ErrorCode.NON_EMPTY_GROUP),)
+    c.heartbeat("a", -1)
+    deleted = c.request(DeleteGroups(group_ids=("g",)))
+    assert isinstance(deleted, DeleteGroupsResult) and deleted.results == (("g", ErrorCode.NONE),)
+
+
+# --- a model of the members against the reconciliation rules -----------------------------
+
+
+class Member:
+    """A member that follows the protocol: it owns what its last answer gave it, revokes what
+    an answer takes away before its next heartbeat, and rejoins from nothing when fenced."""
+
+    def __init__(self, member_id: str) -> None:
+        self.member_id = member_id
+        self.epoch = 0
+        self.owned: set[tuple[str, int]] = set()
+        self.joined = False
+
+
+class Reconciliation(RuleBasedStateMachine):
+    """Members join, heartbeat, stall, leave and crash at random; time passes.
+
+    A member the coordinator expires or fences while it is silent is taken to have stopped
+    consuming by then (the member runtime's lease: it stops acting on its assignment before its
+    session can have run out), so its partitions are dropped at that moment.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = Coordinator({"t": 6, "u": 3})
+        self.members: dict[str, Member] = {}
+        self.crashed: list[Member] = []  # processes gone; the coordinator has not noticed yet
+
+    def _beat(self, member: Member) -> None:
+        result = self.c.heartbeat(
+            member.member_id,
+            member.epoch,
+            None if member.epoch == 0 else member.owned,
+            subscribed_topic_names=("t", "u") if member.epoch == 0 else None,
+        )
+        if result.error is not ErrorCode.NONE:
+            # Fenced or forgotten: the member stops consuming at once and joins again from nothing.
+            assert result.error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), result
+            member.owned, member.epoch, member.joined = set(), 0, False
+            return
+        member.epoch, member.joined = result.member_epoch, True
+        assigned = self.c.names(result)
+        if assigned is not None:
+            member.owned = assigned  # revoke what is gone, start what is new
+
+    @rule(name=st.sampled_from(["a", "b", "c", "d"]))
+    def heartbeat(self, name: str) -> None:
+        member = self.members.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}"))
+        self._beat(member)
+
+    @precondition(lambda self: self.members)
+    @rule(data=st.data())
+    def leave(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(sorted(self.members)))
+        member = self.members.pop(name)
+        if member.joined:
+            member.owned = set()  # revoked before leaving
+            assert self.c.heartbeat(member.member_id, -1).error is ErrorCode.NONE
+
+    @precondition(lambda self: self.members)
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        # The process is gone; its partitions stay its own until the coordinator expires it.
+        name = data.draw(st.sampled_from(sorted(self.members)))
+        self.crashed.append(self.members.pop(name))
+
+    @rule(ms=st.sampled_from([INTERVAL_MS, REBALANCE_MS, SESSION_MS]))
+    def time_passes(self, ms: int) -> None:
+        self.c.advance(ms)
+        groups = self.c.state._consumer_groups
+        present = {m.member_id for m in groups.describe("g").members} if "g" in groups else set()
+        for member in [*self.members.values(), *self.crashed]:
+            if member.joined and member.member_id not in present:
+                # The coordinator expired or fenced it: its session ran out, so a real member
+                # has already stopped (lease safety); drop its partitions.
+                member.owned, member.epoch, member.joined = set(), 0, False
+        self.crashed = [m for m in self.crashed if m.joined]
+
+    @invariant()
+    def no_partition_has_two_owners(self) -> None:
+        seen: dict[tuple[str, int], str] = {}
+        for member in [*self.members.values(), *self.crashed]:
+            for partition in member.owned:
+                assert partition not in seen, f"{partition} owned by {seen[partition]} and {member.member_id}"
+                seen[partition] = member.member_id
+
+    @invariant()
+    def the_coordinator_never_gives_one_partition_to_two_members(self) -> None:
+        if "g" not in self.c.state._consumer_groups:
+            return
+        seen: set[tuple[str, int]] = set()
+        for member in self.c.state._consumer_groups.describe("g").members:
+            mine = {(name, p) for _, name, parts in member.assignment for p in parts}
+            assert not mine & seen
+            seen |= mine
+
+
+Reconciliation.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+test_reconciliation_never_gives_a_partition_to_two_members = Reconciliation.TestCase
