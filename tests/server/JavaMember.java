@@ -9,6 +9,7 @@
 // SIGTERM closes the consumer gracefully (LeaveGroup); the process ends by itself when its
 // parent is gone.
 
+import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -31,10 +32,13 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public class JavaMember {
     static final TreeSet<Integer> owned = new TreeSet<>();
     static String name;
+    // stdout carries the JSON reports only: main() points System.out at stderr before the Kafka
+    // client starts logging (log4j's default console appender writes ERROR lines to System.out).
+    static final PrintStream reports = System.out;
 
     static synchronized void report(String fields) {
-        System.out.println("{\"t\": " + (System.currentTimeMillis() / 1000.0) + ", \"name\": \"" + name + "\", " + fields + "}");
-        System.out.flush();
+        reports.println("{\"t\": " + (System.currentTimeMillis() / 1000.0) + ", \"name\": \"" + name + "\", " + fields + "}");
+        reports.flush();
     }
 
     static String list(Collection<Integer> values) {
@@ -56,6 +60,7 @@ public class JavaMember {
     }
 
     public static void main(String[] argv) throws Exception {
+        System.setOut(System.err);
         Map<String, String> args = new HashMap<>();
         for (int i = 0; i + 1 < argv.length; i += 2) args.put(argv[i].replaceFirst("^--", ""), argv[i + 1]);
         name = args.get("name");
