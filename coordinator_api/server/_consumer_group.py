@@ -57,7 +57,9 @@ from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
+    ConsumerGroupSnapshot,
     ConsumerGroupState,
+    ConsumerMemberSnapshot,
     DescribedConsumerGroup,
     DescribedConsumerMember,
     MembershipEvent,
@@ -252,6 +254,79 @@ class ConsumerGroups:
 
     def next_deadline(self) -> int | None:
         return self._timers[0][0] if self._timers else None
+
+    # --- durable state --------------------------------------------------------------------------
+
+    def snapshot(self, group_id: str) -> ConsumerGroupSnapshot:
+        """The group as it must survive a restart (what a store writes)."""
+        group = self._groups[group_id]
+        return ConsumerGroupSnapshot(
+            group_id=group_id,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor=group.assignor,
+            members=tuple(
+                ConsumerMemberSnapshot(
+                    member_id=m.member_id,
+                    instance_id=m.instance_id,
+                    rack_id=m.rack_id,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    topics=tuple(sorted(m.topics)),
+                    regex=m.regex,
+                    server_assignor=m.server_assignor,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    epoch=m.epoch,
+                    previous_epoch=m.previous_epoch,
+                    state=m.state.value,
+                    assigned=tuple(sorted(m.assigned)),
+                    pending_revocation=tuple(sorted(m.pending_revocation)),
+                    target=tuple(sorted(group.target.get(m.member_id, ()))),
+                )
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            ),
+        )
+
+    def restore(self, snapshots: Iterable[ConsumerGroupSnapshot], now_ms: int) -> None:
+        """Load stored groups. Each member has a whole session from ``now_ms`` to heartbeat (and
+        a whole rebalance timeout to finish revoking), as after a Kafka coordinator moves."""
+        for snap in snapshots:
+            group = _Group(
+                group_id=snap.group_id,
+                group_epoch=snap.group_epoch,
+                assignment_epoch=snap.assignment_epoch,
+                assignor=snap.assignor,
+            )
+            for ms in snap.members:
+                member = _Member(
+                    member_id=ms.member_id,
+                    instance_id=ms.instance_id,
+                    rack_id=ms.rack_id,
+                    rebalance_timeout_ms=ms.rebalance_timeout_ms,
+                    topics=frozenset(ms.topics),
+                    regex=ms.regex,
+                    server_assignor=ms.server_assignor,
+                    client_id=ms.client_id,
+                    client_host=ms.client_host,
+                    epoch=ms.epoch,
+                    previous_epoch=ms.previous_epoch,
+                    state=MemberState(ms.state),
+                    assigned=frozenset(ms.assigned),
+                    pending_revocation=frozenset(ms.pending_revocation),
+                    session_deadline=now_ms + self._session_timeout_ms,
+                )
+                group.members[member.member_id] = member
+                group.target[member.member_id] = frozenset(ms.target)
+                if member.instance_id is not None:
+                    group.static[member.instance_id] = member.member_id
+                for partition in member.assigned | member.pending_revocation:
+                    group.owners[partition] = member.member_id
+                self._schedule(member.session_deadline, group.group_id, member.member_id)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    member.revocation_deadline = now_ms + member.rebalance_timeout_ms
+                    self._schedule(member.revocation_deadline, group.group_id, member.member_id)
+            group.partition_counts = self._subscribed_partition_counts(group)
+            self._groups[group.group_id] = group
 
     # --- heartbeats -------------------------------------------------------------------------
 

@@ -421,7 +421,40 @@ class OffsetsCommitted:
     offsets: tuple[CommittedOffset, ...]
 
 
-StoreWrite = GroupSnapshot | GroupDeleted | OffsetsCommitted | Topic
+@dataclass(frozen=True, kw_only=True)
+class ConsumerMemberSnapshot:
+    """A member of a consumer group of the incremental protocol, as stored durably."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    topics: tuple[str, ...]
+    regex: str | None
+    server_assignor: str | None
+    client_id: str
+    client_host: str
+    epoch: int
+    previous_epoch: int
+    state: str
+    assigned: tuple[tuple[str, int], ...]
+    pending_revocation: tuple[tuple[str, int], ...]
+    target: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupSnapshot:
+    """A consumer group of the incremental protocol as stored durably, written whenever its
+    epochs, members or assignments change (its offsets are stored as every group's are)."""
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ConsumerMemberSnapshot, ...]
+
+
+StoreWrite = GroupSnapshot | ConsumerGroupSnapshot | GroupDeleted | OffsetsCommitted | Topic
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -113,7 +113,13 @@ class CoordinatorServer:
         if self._data_dir is not None:
             self._store = SqliteStore(self._data_dir)
             topics, groups, offsets = self._store.load()
-            self.state.restore(topics=topics, groups=groups, offsets=offsets, now_ms=self._now_ms())
+            self.state.restore(
+                topics=topics,
+                groups=groups,
+                offsets=offsets,
+                consumer_groups=self._store.load_consumer_groups(),
+                now_ms=self._now_ms(),
+            )
         for name, partitions in self._declared_topics.items():
             existing = self.state.topic(name)
             if existing is not None:

@@ -60,6 +60,7 @@ from coordinator_api.server._messages import (
     ConsumerGroupDescribeResult,
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
+    ConsumerGroupSnapshot,
     CreatedTopic,
     CreateTopics,
     CreateTopicsResult,
@@ -294,11 +295,13 @@ class GroupCoordinator:
         groups: Iterable[GroupSnapshot],
         offsets: Iterable[tuple[str, CommittedOffset]],
         now_ms: int,
+        consumer_groups: Iterable[ConsumerGroupSnapshot] = (),
     ) -> None:
         """Load what a previous run stored. Restored members must heartbeat within their
         session timeout from ``now_ms`` or they expire, as after a Kafka coordinator moves."""
         for topic in topics:
             self._topics[topic.name] = topic
+        self._consumer_groups.restore(consumer_groups, now_ms)
         for snap in groups:
             group = _Group(
                 snap.group_id,
@@ -390,8 +393,14 @@ class GroupCoordinator:
                 member_id=req.member_id or None,
             )
         result, events = self._consumer_groups.heartbeat(req, now_ms)
-        fx.events.extend(events)
+        self._consumer_groups_changed(events, fx)
         return result
+
+    def _consumer_groups_changed(self, events: list[MembershipEvent], fx: Effects) -> None:
+        """Store every consumer group an event says changed (nothing for a plain heartbeat)."""
+        fx.events.extend(events)
+        for group_id in dict.fromkeys(e.group_id for e in events if e.kind != "rejected"):
+            fx.writes.append(self._consumer_groups.snapshot(group_id))
 
     def release(self, ref: RequestRef, now_ms: int) -> Effects:
         """Another request arrived on the connection of a held heartbeat: answer it now (NONE),
@@ -438,7 +447,7 @@ class GroupCoordinator:
     def expire(self, now_ms: int) -> Effects:
         """Fire every timer due at ``now_ms``: sessions, pending members, rebalance phases."""
         fx = Effects()
-        fx.events.extend(self._consumer_groups.expire(now_ms))
+        self._consumer_groups_changed(self._consumer_groups.expire(now_ms), fx)
         while self._timers and self._timers[0][0] <= now_ms:
             deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
             group = self._groups.get(group_id)
@@ -1181,8 +1190,8 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             if group_id in self._consumer_groups:
                 error = self._consumer_groups.delete(group_id)
-                if error is ErrorCode.NONE and group is not None:
-                    del self._groups[group_id]  # its offsets go with it
+                if error is ErrorCode.NONE:
+                    self._groups.pop(group_id, None)  # its offsets go with it
                     fx.writes.append(GroupDeleted(group_id=group_id))
                 results.append((group_id, error))
             elif group is None:

@@ -8,6 +8,7 @@ an acknowledged offset commit or assignment survives a crash of the process or t
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Iterable
@@ -17,6 +18,8 @@ from typing import Any
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupSnapshot,
+    ConsumerMemberSnapshot,
     GroupDeleted,
     GroupSnapshot,
     MemberSnapshot,
@@ -38,6 +41,10 @@ CREATE TABLE IF NOT EXISTS topics (
 CREATE TABLE IF NOT EXISTS groups (
     group_id TEXT PRIMARY KEY,
     metadata TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS consumer_groups (
+    group_id TEXT PRIMARY KEY,
+    document TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS offsets (
     group_id TEXT NOT NULL,
@@ -107,6 +114,43 @@ def _group_from_json(group_id: str, text: str) -> GroupSnapshot:
     )
 
 
+def _consumer_group_to_json(snap: ConsumerGroupSnapshot) -> str:
+    return json.dumps(
+        {
+            "group_epoch": snap.group_epoch,
+            "assignment_epoch": snap.assignment_epoch,
+            "assignor": snap.assignor,
+            "members": [dataclasses.asdict(m) for m in snap.members],
+        }
+    )
+
+
+def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot:
+    doc: dict[str, Any] = json.loads(text)
+
+    def partitions(pairs: list[list[Any]]) -> tuple[tuple[str, int], ...]:
+        return tuple((str(topic), int(partition)) for topic, partition in pairs)
+
+    return ConsumerGroupSnapshot(
+        group_id=group_id,
+        group_epoch=doc["group_epoch"],
+        assignment_epoch=doc["assignment_epoch"],
+        assignor=doc["assignor"],
+        members=tuple(
+            ConsumerMemberSnapshot(
+                **{
+                    **m,
+                    "topics": tuple(m["topics"]),
+                    "assigned": partitions(m["assigned"]),
+                    "pending_revocation": partitions(m["pending_revocation"]),
+                    "target": partitions(m["target"]),
+                }
+            )
+            for m in doc["members"]
+        ),
+    )
+
+
 class SqliteStore:
     """The coordinator's state under a data directory (``<data_dir>/coordinator.sqlite3``)."""
 
@@ -136,6 +180,15 @@ class SqliteStore:
                 f"{self.path} was written by a newer coordinator-api (schema {row[0]}); "
                 "upgrade coordinator-api to read it"
             )
+
+    def load_consumer_groups(self) -> list[ConsumerGroupSnapshot]:
+        """The consumer groups of the incremental protocol a previous run stored."""
+        return [
+            _consumer_group_from_json(group_id, document)
+            for group_id, document in self._db.execute(
+                "SELECT group_id, document FROM consumer_groups ORDER BY group_id"
+            )
+        ]
 
     def load(
         self,
@@ -181,6 +234,11 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO groups (group_id, metadata) VALUES (?, ?)",
                         (write.group_id, _group_to_json(write)),
                     )
+                elif isinstance(write, ConsumerGroupSnapshot):
+                    db.execute(
+                        "INSERT OR REPLACE INTO consumer_groups (group_id, document) VALUES (?, ?)",
+                        (write.group_id, _consumer_group_to_json(write)),
+                    )
                 elif isinstance(write, OffsetsCommitted):
                     db.executemany(
                         "INSERT OR REPLACE INTO offsets (group_id, topic, partition, "
@@ -199,6 +257,7 @@ class SqliteStore:
                     )
                 elif isinstance(write, GroupDeleted):
                     db.execute("DELETE FROM groups WHERE group_id = ?", (write.group_id,))
+                    db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM offsets WHERE group_id = ?", (write.group_id,))
                 else:
                     db.execute(
