@@ -110,3 +110,10 @@ def test_operations_guide_kafka_cluster_example_runs(tmp_path: Path) -> None:
     _move, example = python_blocks("operations.md")
     result = run_block(tmp_path / "cluster_example.py", example)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_incremental_guide_joins_a_kip848_consumer(tmp_path: Path) -> None:
+    (example,) = python_blocks("incremental.md")
+    result = run_block(tmp_path / "incremental.py", example)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "assigned [0, 1, 2, 3]"
