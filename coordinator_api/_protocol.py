@@ -1,6 +1,6 @@
-"""Kafka's error codes: the one table the member runtime, the embedded coordinator, the
-benchmarks and the tests all import (values and names as Kafka's ``Errors`` enum has them;
-tests/test_protocol.py checks them against Apache Kafka's own jar).
+"""Kafka's error codes and api keys: the one table of each that the member runtime, the embedded
+coordinator, the benchmarks and the tests all import (values and names as Kafka's ``Errors`` and
+``ApiKeys`` enums have them; tests/test_protocol.py checks them against Apache Kafka's own jar).
 
 Only codes this project sends or reacts to are listed; :func:`error_name` names any other
 code by its number.
@@ -45,6 +45,29 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
     INVALID_REGULAR_EXPRESSION = 128
+
+
+class ApiKey(enum.IntEnum):
+    """The Kafka APIs this project sends or serves, named as Kafka's ``ApiKeys`` names them."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_GROUPS = 42
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 def error_name(code: int) -> str:

@@ -1,27 +1,29 @@
-"""The one table of Kafka error codes agrees with Apache Kafka's own ``Errors`` enum."""
+"""The one table of Kafka error codes and api keys agrees with Apache Kafka's own enums."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from coordinator_api._protocol import ErrorCode, error_name
+from coordinator_api._protocol import ApiKey, ErrorCode, error_name
 from coordinator_api.testing import kafka_classpath
 
-PRINT_ERRORS = """
+PRINT_PROTOCOL = """
+import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.Errors;
 
-public class PrintErrors {
+public class PrintProtocol {
     public static void main(String[] args) {
-        for (Errors error : Errors.values()) System.out.println(error.name() + " " + error.code());
+        for (Errors error : Errors.values()) System.out.println("error " + error.name() + " " + error.code());
+        for (ApiKeys api : ApiKeys.values()) System.out.println("api " + api.name() + " " + api.id);
     }
 }
 """
 
 
-def test_every_error_code_has_kafkas_number_and_name(tmp_path: Path) -> None:
-    source = tmp_path / "PrintErrors.java"
-    source.write_text(PRINT_ERRORS)
+def test_every_error_code_and_api_key_has_kafkas_number_and_name(tmp_path: Path) -> None:
+    source = tmp_path / "PrintProtocol.java"
+    source.write_text(PRINT_PROTOCOL)
     result = subprocess.run(
         ["java", "-cp", kafka_classpath(), str(source)],
         capture_output=True,
@@ -29,9 +31,11 @@ def test_every_error_code_has_kafkas_number_and_name(tmp_path: Path) -> None:
         timeout=120,
         check=True,
     )
-    kafka = {name: int(code) for name, code in (line.split() for line in result.stdout.splitlines())}
+    kafka = {(kind, name): int(code) for kind, name, code in map(str.split, result.stdout.splitlines())}
     for code in ErrorCode:
-        assert kafka[code.name] == code.value, code
+        assert kafka["error", code.name] == code.value, code
+    for api in ApiKey:
+        assert kafka["api", api.name] == api.value, api
 
 
 def test_unlisted_codes_are_named_by_number() -> None:

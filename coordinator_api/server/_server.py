@@ -22,7 +22,7 @@ from typing import Any
 from coordinator_api._errors import ConfigurationError, CoordinatorStartError
 from coordinator_api._plugins._manager import installed_plugins
 from coordinator_api._plugins._registry import ServerAssignor
-from coordinator_api._protocol import ErrorCode
+from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server import _wire
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
@@ -37,6 +37,9 @@ from coordinator_api.server._store import SqliteStore
 
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
+
+
+_API_KEY_VALUES = frozenset(ApiKey)
 
 
 def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
@@ -240,11 +243,12 @@ class CoordinatorServer:
     def handle_frame(self, conn: _Connection, payload: bytes) -> None:
         """Route one complete request. Raises MalformedRequest to have the connection closed."""
         frame = _wire.peek_frame(payload)
-        api = _wire.API_KEYS.get(frame.api_key)
-        if api is None:
+        key = ApiKey(frame.api_key) if frame.api_key in _API_KEY_VALUES else None
+        api = _wire.API_KEYS.get(key) if key is not None else None
+        if key is None or api is None:
             raise _wire.MalformedRequest(f"unknown api key {frame.api_key}")
         if not api.min_version <= frame.api_version <= api.max_version:
-            if frame.api_key == _wire.API_VERSIONS_KEY:
+            if key is ApiKey.API_VERSIONS:
                 # KIP-511: answer with v0 and our versions, so the client can retry with one.
                 v0 = _wire.Frame(frame.api_key, 0, frame.correlation_id)
                 conn.finish(v0, _wire.api_versions_response(0, ErrorCode.UNSUPPORTED_VERSION))
@@ -259,7 +263,8 @@ class CoordinatorServer:
         # Decodable is not readable: a null where Kafka requires a value makes the translation
         # below fail, which is the client's error, not the server's.
         try:
-            if frame.api_key in _wire.GROUP_APIS and not (frame.api_key == 9 and frame.api_version >= 8):
+            batched_fetch = key is ApiKey.OFFSET_FETCH and frame.api_version >= 8
+            if api.to_request is not None and not batched_fetch:
                 request = _wire.to_request(frame, message, conn.client_host)
             else:
                 answer = self._answer(frame, message)
@@ -276,12 +281,12 @@ class CoordinatorServer:
 
     def _answer(self, frame: _wire.Frame, message: Any) -> Any:
         """The answer to a request the shell handles itself (None: no answer is expected)."""
-        key = frame.api_key
-        if key == _wire.API_VERSIONS_KEY:
+        key = ApiKey(frame.api_key)
+        if key is ApiKey.API_VERSIONS:
             return _wire.api_versions_response(frame.api_version)
-        if key == 3:
+        if key is ApiKey.METADATA:
             return self._metadata(frame, message)
-        if key == 10:
+        if key is ApiKey.FIND_COORDINATOR:
             return _wire.find_coordinator_response(
                 frame.api_version,
                 message,
@@ -289,9 +294,11 @@ class CoordinatorServer:
                 host=self._advertised_host,
                 port=self.port,
             )
-        if key in _wire.LOG_APIS:
+        if key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
             # acks=0: the producer expects no response.
-            return None if key == 0 and message.acks == 0 else _wire.not_a_log_response(frame, message)
+            if key is ApiKey.PRODUCE and message.acks == 0:
+                return None
+            return _wire.not_a_log_response(frame, message)
         # OffsetFetch v8+ asks for several groups at once; reads only, answered at once.
         now = self._now_ms()
         results: list[tuple[str, OffsetFetchResult]] = []

@@ -9,6 +9,7 @@ wire version.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +51,7 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from coordinator_api._protocol import ErrorCode
+from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
@@ -91,41 +92,6 @@ from coordinator_api.server.schemas import (
     ConsumerGroupHeartbeatResponse,
 )
 
-
-@dataclass(frozen=True)
-class _Api:
-    request: Any
-    response: Any
-    min_version: int
-    max_version: int
-
-
-# The versions offered. Each stops where a version would need something this coordinator does
-# not have (topic ids in OffsetCommit/OffsetFetch v10 and Fetch v13, KIP-848 fields), and starts
-# where kafka-python's schemas start.
-API_KEYS: dict[int, _Api] = {
-    0: _Api(ProduceRequest, ProduceResponse, 3, 9),
-    1: _Api(FetchRequest, FetchResponse, 4, 12),
-    2: _Api(ListOffsetsRequest, ListOffsetsResponse, 1, 7),
-    3: _Api(MetadataRequest, MetadataResponse, 0, 12),
-    8: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 9),
-    9: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 9),
-    10: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
-    11: _Api(JoinGroupRequest, JoinGroupResponse, 0, 9),
-    12: _Api(HeartbeatRequest, HeartbeatResponse, 0, 4),
-    13: _Api(LeaveGroupRequest, LeaveGroupResponse, 0, 5),
-    14: _Api(SyncGroupRequest, SyncGroupResponse, 0, 5),
-    15: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 5),
-    16: _Api(ListGroupsRequest, ListGroupsResponse, 0, 5),
-    18: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
-    19: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7),
-    42: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
-    68: _Api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1),
-    69: _Api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1),
-}
-API_VERSIONS_KEY = 18
-GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 19, 42, 68, 69})
-LOG_APIS = frozenset({0, 1, 2})
 # What Produce, Fetch and ListOffsets get: the request is well formed, but this server keeps
 # no log. INVALID_REQUEST is not retriable, so clients report it instead of retrying forever.
 NOT_A_LOG = ErrorCode.INVALID_REQUEST
@@ -154,7 +120,7 @@ def peek_frame(payload: bytes) -> Frame:
 
 def decode(frame: Frame, payload: bytes) -> Any:
     """Decode a request whose api key and version are supported, header included."""
-    api = API_KEYS[frame.api_key]
+    api = API_KEYS[ApiKey(frame.api_key)]
     try:
         message = api.request.decode(payload, version=frame.api_version, header=True)
     except Exception as exc:  # kafka-python raises assorted errors on bad bytes
@@ -207,10 +173,12 @@ def metadata_response(
         by_id = {t.topic_id: t.name for t in topics.values()}
         names = []
         for asked in request.topics:
-            if asked.name is not None:
+            topic_id = getattr(asked, "topic_id", None)
+            # A set (non-zero) id wins, as on Kafka's broker: Java's client asks by id with the
+            # name left at its schema default "" (a RE2J regex subscription does, KIP-848).
+            if asked.name is not None and (topic_id is None or topic_id.int == 0):
                 names.append(asked.name)
                 continue
-            topic_id = getattr(asked, "topic_id", None)
             name = by_id.get(topic_id.bytes) if topic_id is not None else None
             if name is not None:
                 names.append(name)
@@ -295,7 +263,7 @@ def find_coordinator_response(version: int, request: Any, *, node_id: int, host:
 
 def not_a_log_response(frame: Frame, request: Any) -> Any:
     """Answer Produce, Fetch or ListOffsets with NOT_A_LOG for every partition asked about."""
-    if frame.api_key == 0:
+    if frame.api_key == ApiKey.PRODUCE:
         return ProduceResponse(
             version=frame.api_version,
             throttle_time_ms=0,
@@ -316,7 +284,7 @@ def not_a_log_response(frame: Frame, request: Any) -> Any:
                 for t in request.topic_data
             ],
         )
-    if frame.api_key == 1:
+    if frame.api_key == ApiKey.FETCH:
         return FetchResponse(
             version=frame.api_version,
             throttle_time_ms=0,
@@ -370,112 +338,138 @@ def _uuid(raw: bytes) -> Any:
 
 def to_request(frame: Frame, message: Any, client_host: str) -> Request:
     """Translate a decoded group or topic request into the state machine's terms."""
-    v = frame.api_version
-    key = frame.api_key
-    if key == 11:
-        return JoinGroup(
-            group_id=message.group_id,
-            member_id=message.member_id,
-            group_instance_id=message.group_instance_id if v >= 5 else None,
-            client_id=message.header.client_id or "",
-            client_host=client_host,
-            session_timeout_ms=message.session_timeout_ms,
-            # v0 has no rebalance timeout: Kafka uses the session timeout.
-            rebalance_timeout_ms=message.rebalance_timeout_ms if v >= 1 else message.session_timeout_ms,
-            protocol_type=message.protocol_type,
-            protocols=_distinct_protocols(message.protocols),
-            require_known_member_id=v >= 4,
-            reason=message.reason if v >= 8 else None,
+    translate = API_KEYS[ApiKey(frame.api_key)].to_request
+    assert translate is not None, f"api key {frame.api_key} is answered by the shell"
+    return translate(frame.api_version, message, client_host)
+
+
+def _join_group(v: int, message: Any, client_host: str) -> Request:
+    return JoinGroup(
+        group_id=message.group_id,
+        member_id=message.member_id,
+        group_instance_id=message.group_instance_id if v >= 5 else None,
+        client_id=message.header.client_id or "",
+        client_host=client_host,
+        session_timeout_ms=message.session_timeout_ms,
+        # v0 has no rebalance timeout: Kafka uses the session timeout.
+        rebalance_timeout_ms=message.rebalance_timeout_ms if v >= 1 else message.session_timeout_ms,
+        protocol_type=message.protocol_type,
+        protocols=_distinct_protocols(message.protocols),
+        require_known_member_id=v >= 4,
+        reason=message.reason if v >= 8 else None,
+    )
+
+
+def _sync_group(v: int, message: Any, client_host: str) -> Request:
+    return SyncGroup(
+        group_id=message.group_id,
+        generation_id=message.generation_id,
+        member_id=message.member_id,
+        group_instance_id=message.group_instance_id if v >= 3 else None,
+        protocol_type=message.protocol_type if v >= 5 else None,
+        protocol_name=message.protocol_name if v >= 5 else None,
+        assignments=tuple((a.member_id, bytes(a.assignment)) for a in message.assignments),
+    )
+
+
+def _heartbeat(v: int, message: Any, client_host: str) -> Request:
+    return Heartbeat(
+        group_id=message.group_id,
+        generation_id=message.generation_id,
+        member_id=message.member_id,
+        group_instance_id=message.group_instance_id if v >= 3 else None,
+    )
+
+
+def _leave_group(v: int, message: Any, client_host: str) -> Request:
+    if v < 3:
+        members: tuple[LeavingMember, ...] = (
+            LeavingMember(member_id=message.member_id, group_instance_id=None),
         )
-    if key == 14:
-        return SyncGroup(
-            group_id=message.group_id,
-            generation_id=message.generation_id,
-            member_id=message.member_id,
-            group_instance_id=message.group_instance_id if v >= 3 else None,
-            protocol_type=message.protocol_type if v >= 5 else None,
-            protocol_name=message.protocol_name if v >= 5 else None,
-            assignments=tuple((a.member_id, bytes(a.assignment)) for a in message.assignments),
-        )
-    if key == 12:
-        return Heartbeat(
-            group_id=message.group_id,
-            generation_id=message.generation_id,
-            member_id=message.member_id,
-            group_instance_id=message.group_instance_id if v >= 3 else None,
-        )
-    if key == 13:
-        if v < 3:
-            members: tuple[LeavingMember, ...] = (
-                LeavingMember(member_id=message.member_id, group_instance_id=None),
+    else:
+        members = tuple(
+            LeavingMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                reason=m.reason if v >= 5 else None,
             )
-        else:
-            members = tuple(
-                LeavingMember(
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    reason=m.reason if v >= 5 else None,
-                )
-                for m in message.members
+            for m in message.members
+        )
+    return LeaveGroup(group_id=message.group_id, members=members)
+
+
+def _offset_commit(v: int, message: Any, client_host: str) -> Request:
+    return OffsetCommit(
+        group_id=message.group_id,
+        generation_id=message.generation_id_or_member_epoch,
+        member_id=message.member_id,
+        group_instance_id=message.group_instance_id if v >= 7 else None,
+        offsets=tuple(
+            CommittedOffset(
+                topic=t.name,
+                partition=p.partition_index,
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
+                metadata=p.committed_metadata,
             )
-        return LeaveGroup(group_id=message.group_id, members=members)
-    if key == 8:
-        return OffsetCommit(
-            group_id=message.group_id,
-            generation_id=message.generation_id_or_member_epoch,
-            member_id=message.member_id,
-            group_instance_id=message.group_instance_id if v >= 7 else None,
-            offsets=tuple(
-                CommittedOffset(
-                    topic=t.name,
-                    partition=p.partition_index,
-                    offset=p.committed_offset,
-                    leader_epoch=p.committed_leader_epoch if v >= 6 else -1,
-                    metadata=p.committed_metadata,
-                )
-                for t in message.topics
-                for p in t.partitions
-            ),
-        )
-    if key == 9:
-        # v8+ batches groups; translate_offset_fetch handles that, this is the single-group form.
-        topics = message.topics
-        return OffsetFetch(
-            group_id=message.group_id,
-            partitions=None
-            if topics is None
-            else tuple((t.name, p) for t in topics for p in t.partition_indexes),
-        )
-    if key == 16:
-        return ListGroups(
-            states=frozenset(s.lower() for s in message.states_filter) if v >= 4 else frozenset(),
-            types=frozenset(t.lower() for t in message.types_filter) if v >= 5 else frozenset(),
-        )
-    if key == 15:
-        return DescribeGroups(group_ids=tuple(message.groups))
-    if key == 42:
-        return DeleteGroups(group_ids=tuple(message.groups_names))
-    if key == 68:
-        owned = message.topic_partitions
-        return ConsumerGroupHeartbeat(
-            group_id=message.group_id,
-            member_id=message.member_id,
-            member_epoch=message.member_epoch,
-            instance_id=message.instance_id,
-            rack_id=message.rack_id,
-            rebalance_timeout_ms=message.rebalance_timeout_ms,
-            subscribed_topic_names=None
-            if message.subscribed_topic_names is None
-            else tuple(message.subscribed_topic_names),
-            subscribed_topic_regex=message.subscribed_topic_regex if v >= 1 else None,
-            server_assignor=message.server_assignor,
-            owned=None if owned is None else tuple((t.topic_id.bytes, tuple(t.partitions)) for t in owned),
-            client_id=message.header.client_id or "",
-            client_host=client_host,
-            member_id_required=v >= 1,
-        )
-    if key == 69:
-        return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
+            for t in message.topics
+            for p in t.partitions
+        ),
+    )
+
+
+def _offset_fetch(v: int, message: Any, client_host: str) -> Request:
+    # v8+ batches groups; translate_offset_fetch handles that, this is the single-group form.
+    topics = message.topics
+    return OffsetFetch(
+        group_id=message.group_id,
+        partitions=None
+        if topics is None
+        else tuple((t.name, p) for t in topics for p in t.partition_indexes),
+    )
+
+
+def _list_groups(v: int, message: Any, client_host: str) -> Request:
+    return ListGroups(
+        states=frozenset(s.lower() for s in message.states_filter) if v >= 4 else frozenset(),
+        types=frozenset(t.lower() for t in message.types_filter) if v >= 5 else frozenset(),
+    )
+
+
+def _describe_groups(v: int, message: Any, client_host: str) -> Request:
+    return DescribeGroups(group_ids=tuple(message.groups))
+
+
+def _delete_groups(v: int, message: Any, client_host: str) -> Request:
+    return DeleteGroups(group_ids=tuple(message.groups_names))
+
+
+def _consumer_group_heartbeat(v: int, message: Any, client_host: str) -> Request:
+    owned = message.topic_partitions
+    return ConsumerGroupHeartbeat(
+        group_id=message.group_id,
+        member_id=message.member_id,
+        member_epoch=message.member_epoch,
+        instance_id=message.instance_id,
+        rack_id=message.rack_id,
+        rebalance_timeout_ms=message.rebalance_timeout_ms,
+        subscribed_topic_names=None
+        if message.subscribed_topic_names is None
+        else tuple(message.subscribed_topic_names),
+        subscribed_topic_regex=message.subscribed_topic_regex if v >= 1 else None,
+        server_assignor=message.server_assignor,
+        owned=None if owned is None else tuple((t.topic_id.bytes, tuple(t.partitions)) for t in owned),
+        client_id=message.header.client_id or "",
+        client_host=client_host,
+        member_id_required=v >= 1,
+    )
+
+
+def _consumer_group_describe(v: int, message: Any, client_host: str) -> Request:
+    return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
+
+
+def _create_topics(v: int, message: Any, client_host: str) -> Request:
     return CreateTopics(
         topics=tuple(
             NewTopic(
@@ -487,6 +481,49 @@ def to_request(frame: Frame, message: Any, client_host: str) -> Request:
         ),
         validate_only=bool(message.validate_only) if v >= 1 else False,
     )
+
+
+# --- the one table of the APIs served --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Api:
+    request: Any
+    response: Any
+    min_version: int
+    max_version: int
+    # Translates a decoded request for the state machine; None: the shell answers it itself.
+    to_request: Callable[[int, Any, str], Request] | None = None
+
+
+# The versions offered. Each stops where a version would need something this coordinator does
+# not have (topic ids in OffsetCommit/OffsetFetch v10 and Fetch v13), and starts where
+# kafka-python's schemas start.
+API_KEYS: dict[ApiKey, _Api] = {
+    ApiKey.PRODUCE: _Api(ProduceRequest, ProduceResponse, 3, 9),
+    ApiKey.FETCH: _Api(FetchRequest, FetchResponse, 4, 12),
+    ApiKey.LIST_OFFSETS: _Api(ListOffsetsRequest, ListOffsetsResponse, 1, 7),
+    ApiKey.METADATA: _Api(MetadataRequest, MetadataResponse, 0, 12),
+    ApiKey.OFFSET_COMMIT: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 9, _offset_commit),
+    # OffsetFetch v8+ batches groups; the shell splits it (offset_fetch_groups).
+    ApiKey.OFFSET_FETCH: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 9, _offset_fetch),
+    ApiKey.FIND_COORDINATOR: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
+    ApiKey.JOIN_GROUP: _Api(JoinGroupRequest, JoinGroupResponse, 0, 9, _join_group),
+    ApiKey.HEARTBEAT: _Api(HeartbeatRequest, HeartbeatResponse, 0, 4, _heartbeat),
+    ApiKey.LEAVE_GROUP: _Api(LeaveGroupRequest, LeaveGroupResponse, 0, 5, _leave_group),
+    ApiKey.SYNC_GROUP: _Api(SyncGroupRequest, SyncGroupResponse, 0, 5, _sync_group),
+    ApiKey.DESCRIBE_GROUPS: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 5, _describe_groups),
+    ApiKey.LIST_GROUPS: _Api(ListGroupsRequest, ListGroupsResponse, 0, 5, _list_groups),
+    ApiKey.API_VERSIONS: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
+    ApiKey.CREATE_TOPICS: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7, _create_topics),
+    ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _Api(
+        ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1, _consumer_group_heartbeat
+    ),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: _Api(
+        ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1, _consumer_group_describe
+    ),
+}
 
 
 def _distinct_protocols(protocols: Any) -> tuple[tuple[str, bytes], ...]:
