@@ -370,6 +370,10 @@ class Coordinator(abc.ABC):
                 OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
                 for t, p in by_topic.items()
             ],
+            # v10 (KIP-848) names topics by id only: a Kafka 4 broker would refuse these
+            # name-keyed partitions with UNKNOWN_TOPIC_ID. v9 is the last by name, as for
+            # Kafka's own consumer when it has no topic ids.
+            max_version=9,
         )
         response = self.send_request(request, to_coordinator=True)
         refused = tuple(

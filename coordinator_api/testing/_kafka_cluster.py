@@ -558,7 +558,14 @@ class KafkaCluster:
 
 
 def _kafka_uuid() -> str:
-    """A random cluster id in Kafka's form: 16 bytes, URL-safe base64 without padding."""
+    """A random cluster id in Kafka's form: 16 bytes, URL-safe base64 without padding.
+
+    Never one starting with "-" (one in 64 would): ``kafka-storage format -t -xyz`` reads it as
+    an option and fails, which is why Kafka's own ``Uuid.randomUuid()`` draws again too.
+    """
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
