@@ -340,9 +340,21 @@ class Coordinator(abc.ABC):
 
         :param offsets: (topic, partition) -> offset, or -> (offset, metadata).
         :raises CommitFailedError: the coordinator refused some partitions (error names in
-            ``errors``); stop acting on them and poll to rejoin.
+            ``errors``), or this member is in no generation (it has not joined, or lost its
+            membership), so nothing was sent: a commit with no generation would be unfenced (an
+            Empty group accepts it), as Kafka's consumer refuses too; stop acting on them and
+            poll to rejoin.
         """
         generation = self.generation()
+        if generation.generation_id < 0:
+            raise CommitFailedError(
+                f"offset commit refused for generation {generation.generation_id}: this member is in "
+                "no generation (not joined, or its membership was lost), so nothing was sent; poll "
+                "to rejoin",
+                group_id=self._group_id,
+                member_id=generation.member_id,
+                errors=tuple(sorted((t, p, "UNKNOWN_MEMBER_ID") for t, p in offsets)),
+            )
         entry = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
         by_topic: dict[str, list[Any]] = {}
         for (topic, partition), value in sorted(offsets.items()):
