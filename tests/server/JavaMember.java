@@ -6,6 +6,8 @@
 // Python clients: one per ownership change, written from inside the rebalance listener (a
 // revocation is reported before the member rejoins), commit results when --commit-every-ms is
 // set, and with --read the records it consumed (committed synchronously after each poll).
+// --group-protocol consumer uses KIP-848's protocol; with it, --pattern REGEX subscribes to the
+// topics the coordinator finds matching (instead of --topic).
 // SIGTERM closes the consumer gracefully (LeaveGroup); the process ends by itself when its
 // parent is gone.
 
@@ -24,6 +26,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
@@ -52,10 +55,15 @@ public class JavaMember {
 
     static void change(String kind, Collection<TopicPartition> partitions) {
         TreeSet<Integer> ids = new TreeSet<>();
-        for (TopicPartition tp : partitions) ids.add(tp.partition());
+        TreeSet<String> pairs = new TreeSet<>();  // (topic, partition) as JSON, for several topics
+        for (TopicPartition tp : partitions) {
+            ids.add(tp.partition());
+            pairs.add("[\"" + tp.topic() + "\", " + tp.partition() + "]");
+        }
         synchronized (owned) {
             if (kind.equals("assigned")) owned.addAll(ids); else owned.removeAll(ids);
-            report("\"event\": \"" + kind + "\", \"partitions\": " + list(ids) + ", \"owned\": " + list(owned));
+            report("\"event\": \"" + kind + "\", \"partitions\": " + list(ids) + ", \"owned\": " + list(owned)
+                + ", \"topic_partitions\": [" + String.join(", ", pairs) + "]");
         }
     }
 
@@ -103,11 +111,17 @@ public class JavaMember {
         }));
         long parent = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(-1L);
         report("\"event\": \"started\"");
-        consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             public void onPartitionsRevoked(Collection<TopicPartition> partitions) { change("revoked", partitions); }
             public void onPartitionsAssigned(Collection<TopicPartition> partitions) { change("assigned", partitions); }
             public void onPartitionsLost(Collection<TopicPartition> partitions) { change("lost", partitions); }
-        });
+        };
+        if (args.containsKey("pattern")) {
+            // KIP-848: a regex (RE2J) the coordinator evaluates against the cluster's topics.
+            consumer.subscribe(new SubscriptionPattern(args.get("pattern")), listener);
+        } else {
+            consumer.subscribe(List.of(topic), listener);
+        }
         long lastCommit = 0;
         long counter = 0;
         String commitError = "unset";

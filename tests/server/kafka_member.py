@@ -6,7 +6,10 @@ written from inside the client's rebalance callbacks (so a revocation is reporte
 member rejoins), plus commit failures when ``--commit-every-ms`` is set. SIGTERM closes the
 client gracefully (LeaveGroup); SIGKILL and SIGSTOP are left to the test. With ``--client java``
 the process replaces itself with Apache Kafka's Java consumer (JavaMember.java beside this file),
-which takes the same options and prints the same lines.
+which takes the same options and prints the same lines. ``--group-protocol consumer`` makes the
+librdkafka (and Java) member use KIP-848's protocol (the coordinator assigns; ``--remote-assignor``
+names its assignor; the topic may then be a regex, "^ev.*"). librdkafka's and Java's ownership
+lines also carry ``topic_partitions`` ([topic, partition] pairs), for members of several topics.
 """
 
 from __future__ import annotations
@@ -30,13 +33,16 @@ def report(name: str, **fields: Any) -> None:
     print(json.dumps({"t": time.time(), "name": name, **fields}), flush=True)
 
 
-def change(name: str, kind: str, partitions: list[int]) -> None:
+def change(name: str, kind: str, partitions: list[int], topics: list[tuple[str, int]] | None = None) -> None:
+    """Report an ownership change. ``partitions`` are partition numbers (of the one topic most
+    tests use); ``topics`` adds the (topic, partition) pairs, for members of several topics."""
     with lock:
         if kind == "assigned":
             owned.update(partitions)
         else:
             owned.difference_update(partitions)
-        report(name, event=kind, partitions=sorted(partitions), owned=sorted(owned))
+        extra = {"topic_partitions": sorted([t, p] for t, p in topics)} if topics is not None else {}
+        report(name, event=kind, partitions=sorted(partitions), owned=sorted(owned), **extra)
 
 
 def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
@@ -123,38 +129,47 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
 def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
     from confluent_kafka import Consumer
 
-    conf = {
+    conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "client.id": args.name,
-        "group.protocol": "classic",
-        "session.timeout.ms": args.session_ms,
-        "heartbeat.interval.ms": max(args.session_ms // 6, 100),
-        "partition.assignment.strategy": args.assignor,
+        "group.protocol": args.group_protocol,
         "enable.auto.commit": False,
         "log_level": 0,
     }
+    if args.group_protocol == "classic":
+        conf["session.timeout.ms"] = args.session_ms
+        conf["heartbeat.interval.ms"] = max(args.session_ms // 6, 100)
+        conf["partition.assignment.strategy"] = args.assignor
+    elif args.remote_assignor:
+        # KIP-848: the coordinator sets the session and heartbeat and assigns on the server;
+        # librdkafka refuses the classic settings above with this protocol.
+        conf["group.remote.assignor"] = args.remote_assignor
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
     consumer = Consumer(conf)
-    cooperative = args.assignor == "cooperative-sticky"
+    # KIP-848's consumer protocol is incremental by nature: librdkafka hands out only what changes.
+    cooperative = args.assignor == "cooperative-sticky" or args.group_protocol == "consumer"
+
+    def pairs(partitions: Any) -> list[tuple[str, int]]:
+        return [(p.topic, p.partition) for p in partitions]
 
     def on_assign(c: Any, partitions: Any) -> None:
-        change(args.name, "assigned", [p.partition for p in partitions])
+        change(args.name, "assigned", [p.partition for p in partitions], pairs(partitions))
         if cooperative:
             c.incremental_assign(partitions)
         else:
             c.assign(partitions)
 
     def on_revoke(c: Any, partitions: Any) -> None:
-        change(args.name, "revoked", [p.partition for p in partitions])
+        change(args.name, "revoked", [p.partition for p in partitions], pairs(partitions))
         if cooperative:
             c.incremental_unassign(partitions)
         else:
             c.unassign()
 
     def on_lost(c: Any, partitions: Any) -> None:
-        change(args.name, "lost", [p.partition for p in partitions])
+        change(args.name, "lost", [p.partition for p in partitions], pairs(partitions))
 
     consumer.subscribe([args.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     parent = os.getppid()
@@ -186,6 +201,9 @@ def main() -> None:
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--commit-every-ms", type=int, default=0)
+    # librdkafka only: "consumer" is KIP-848's protocol (the topic may be a regex, "^ev.*").
+    parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    parser.add_argument("--remote-assignor")
     args = parser.parse_args()
     if os.environ.get("KAFKA_MEMBER_DEBUG"):
         import logging

@@ -1,0 +1,629 @@
+"""Real KIP-848 clients against the embedded coordinator's consumer groups, and against Kafka 4.
+
+Every member is a real process on 127.0.0.1 (tests/server/kafka_member.py): librdkafka
+(confluent-kafka, ``group.protocol=consumer``) and Apache Kafka's Java ``KafkaConsumer``
+(JavaMember.java, ``--group-protocol consumer``), alone and mixed in one group. Each member reports
+its ownership from inside its rebalance callbacks; the coordinator's view comes from
+ConsumerGroupDescribe (api key 69) over a raw connection, which Kafka's brokers answer too, so the
+same checks run against both; the embedded coordinator's membership log names who left, expired
+or rejoined. What is shown:
+
+* join, scale out (only the partitions that move are revoked, incrementally), SIGKILL (the
+  member's partitions move once its session ends, not before) and SIGTERM (the member leaves at
+  once); the same scenario on a 3-broker Apache Kafka 4 cluster for parity;
+* static members (``group.instance.id``) that close and come back within the session get their
+  partitions back without a new group epoch;
+* regular expressions evaluated by the coordinator, including a topic created later;
+* a member that never revokes (SIGSTOPped) stalls only the partitions it must give up; the others
+  keep theirs and the newcomer gets what is free; then it expires and its partitions move;
+* classic and incremental groups on one coordinator at once, neither disturbing the other;
+* Metadata by topic id with the name left "" (how Java's consumer resolves the topics a
+  broker-side regex brought it) is answered by id, as Kafka does.
+
+Safety (a partition never has two owners, by the members' own timestamped reports) is asserted
+exactly; liveness waits are generous, since the machine is small and shared.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from member_processes import (
+    MemberProcess,
+    MembershipRecorder,
+    overlapping_ownership,
+    owned_exactly_once,
+    recording_membership,
+    running_members,
+    wait_for,
+)
+
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from coordinator_api.testing import KafkaCluster
+
+TopicPartition = tuple[str, int]
+
+PARTITIONS = 12
+SESSION_MS = 3000  # group.consumer.session.timeout.ms: set by the coordinator, not the client
+INTERVAL_MS = 400  # group.consumer.heartbeat.interval.ms
+SETTLE_S = 90  # JVMs start slowly on two loaded cores
+UNKNOWN_TOPIC_ID = 100
+# Member processes stamp their reports with time.time(), the membership log with time.monotonic().
+WALL_MINUS_MONOTONIC = time.time() - time.monotonic()
+
+
+def kip848_config(session_ms: int = SESSION_MS) -> CoordinatorConfig:
+    return CoordinatorConfig(
+        initial_rebalance_delay_ms=0,
+        min_session_timeout_ms=500,
+        consumer_group_session_timeout_ms=session_ms,
+        consumer_group_heartbeat_interval_ms=INTERVAL_MS,
+    )
+
+
+@pytest.fixture
+def membership() -> Iterator[MembershipRecorder]:
+    with recording_membership() as recorder:
+        yield recorder
+
+
+def start(bootstrap: str, group: str, client: str, name: str, **options: Any) -> MemberProcess:
+    """A member of the incremental protocol (``client`` is "confluent" or "java")."""
+    return MemberProcess(client, bootstrap, name, group=group, group_protocol="consumer", **options)
+
+
+# --- the members' own view -----------------------------------------------------------------
+
+
+def held(member: MemberProcess) -> frozenset[TopicPartition]:
+    """What the member owns now, by its reports (topic and partition: regexes span topics)."""
+    owned: set[TopicPartition] = set()
+    for report in list(member.reports):
+        changed = {(t, p) for t, p in report.get("topic_partitions", ())}
+        if report.get("event") == "assigned":
+            owned |= changed
+        elif report.get("event") in ("revoked", "lost"):
+            owned -= changed
+    return frozenset(owned)
+
+
+def marks(members: Iterable[MemberProcess]) -> dict[str, int]:
+    """Where each member's reports stand now, for :func:`moves`."""
+    return {m.name: len(m.reports) for m in members}
+
+
+def moves(
+    member: MemberProcess, since: dict[str, int]
+) -> tuple[frozenset[TopicPartition], frozenset[TopicPartition]]:
+    """(gained, given up): the partitions the member reported assigned, and revoked or lost,
+    after ``since`` was taken."""
+    gained: set[TopicPartition] = set()
+    given: set[TopicPartition] = set()
+    for report in member.reports[since.get(member.name, 0) :]:
+        changed = {(t, p) for t, p in report.get("topic_partitions", ())}
+        if report.get("event") == "assigned":
+            gained |= changed
+        elif report.get("event") in ("revoked", "lost"):
+            given |= changed
+    return frozenset(gained), frozenset(given)
+
+
+def acquired_at(
+    member: MemberProcess, partitions: frozenset[TopicPartition], since: dict[str, int]
+) -> list[float]:
+    """When the member reported being assigned any of ``partitions`` after ``since``."""
+    return [
+        r["t"]
+        for r in member.reports[since.get(member.name, 0) :]
+        if r.get("event") == "assigned" and partitions & {(t, p) for t, p in r["topic_partitions"]}
+    ]
+
+
+def overlaps_by_topic(members: Iterable[MemberProcess]) -> list[str]:
+    """:func:`overlapping_ownership` for members of several topics (it keys by partition only)."""
+    spans: dict[TopicPartition, list[tuple[float, float, str]]] = {}
+    for member in members:
+        since: dict[TopicPartition, float] = {}
+        for report in member.reports:
+            changed = [(t, p) for t, p in report.get("topic_partitions", ())]
+            if report.get("event") == "assigned":
+                for tp in changed:
+                    since.setdefault(tp, report["t"])
+            elif report.get("event") in ("revoked", "lost"):
+                for tp in changed:
+                    if tp in since:
+                        spans.setdefault(tp, []).append((since.pop(tp), report["t"], member.name))
+        for tp, begun in since.items():
+            spans.setdefault(tp, []).append((begun, member.ended_at, member.name))
+    problems = []
+    for tp, intervals in spans.items():
+        intervals.sort()
+        for (_, end, first), (begin, _, second) in itertools.pairwise(intervals):
+            if begin < end and first != second:
+                problems.append(f"{tp}: {first} until {end:.3f}, {second} from {begin:.3f}")
+    return problems
+
+
+# --- the coordinator's view (ConsumerGroupDescribe, which Kafka's brokers answer as well) ----
+
+
+def _call(address: str, request: Any, response_cls: Any, version: int) -> Any:
+    host, port = address.rsplit(":", 1)
+    request.with_header(correlation_id=1, client_id="kip848-probe")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(bytes(request.encode(header=True, framed=True)))
+        size = int.from_bytes(_recv(sock, 4), "big")
+        return response_cls.decode(_recv(sock, size), version=version, header=True)
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        data += chunk
+    return bytes(data)
+
+
+def described(address: str, group: str) -> Any:
+    request = ConsumerGroupDescribeRequest(version=0, group_ids=[group], include_authorized_operations=False)
+    return _call(address, request, ConsumerGroupDescribeResponse, 0).groups[0]
+
+
+def partitions_of(assignment: Any) -> frozenset[TopicPartition]:
+    return frozenset((t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
+
+
+def settled(
+    address: Callable[[], str], group: str, members: list[MemberProcess], expected: frozenset[TopicPartition]
+) -> Any:
+    """The described group once it is Stable with exactly the live ``members`` (by client id),
+    each at its target and reporting that same assignment itself, and the assignments together
+    cover ``expected`` once; otherwise None."""
+    described_group = described(address(), group)
+    if described_group.error_code != 0 or described_group.group_state != "Stable":
+        return None
+    live = {m.name: m for m in members if m.alive}
+    if sorted(m.client_id for m in described_group.members) != sorted(live):
+        return None
+    server: dict[str, frozenset[TopicPartition]] = {}
+    for m in described_group.members:
+        server[m.client_id] = partitions_of(m.assignment)
+        if partitions_of(m.target_assignment) != server[m.client_id]:
+            return None
+    if any(held(live[name]) != owned for name, owned in server.items()):
+        return None
+    everything = [tp for owned in server.values() for tp in owned]
+    if len(everything) != len(set(everything)) or set(everything) != expected:
+        return None
+    return described_group
+
+
+def wait_settled(
+    address: Callable[[], str],
+    group: str,
+    members: list[MemberProcess],
+    expected: frozenset[TopicPartition],
+    what: str,
+) -> Any:
+    return wait_for(lambda: settled(address, group, members, expected), SETTLE_S, what, step=0.2)
+
+
+def member_ids(described_group: Any) -> dict[str, str]:
+    """Member id by client id (member ids are made by the clients: KIP-1082)."""
+    return {m.client_id: m.member_id for m in described_group.members}
+
+
+def logged(membership: MembershipRecorder, kind: str, group: str, member_id: str) -> list[float]:
+    """Wall-clock times at which the coordinator logged ``kind`` for ``member_id``."""
+    return [
+        t + WALL_MINUS_MONOTONIC
+        for t, e in zip(list(membership.times), list(membership.events))
+        if e.kind == kind and e.group_id == group and e.member_id == member_id
+    ]
+
+
+# --- join, scale out, SIGKILL, SIGTERM: one scenario for both servers -------------------------
+
+
+def join_scale_kill_leave(
+    address: Callable[[], str],
+    bootstrap: str,
+    group: str,
+    topic: str,
+    clients: tuple[str, str, str],
+    membership: MembershipRecorder | None,
+) -> dict[str, float]:
+    """Two members join, a third scales the group out, one is SIGKILLed, one SIGTERMed.
+
+    Returns how long each step took to settle (seconds) and the group epochs seen.
+    """
+    every = frozenset((topic, p) for p in range(PARTITIONS))
+    names = [f"{'j' if client == 'java' else 'r'}{i}" for i, client in enumerate(clients)]
+    figures: dict[str, float] = {}
+    members = [start(bootstrap, group, clients[i], names[i], topic=topic) for i in range(2)]
+    with running_members(members):
+        began = time.monotonic()
+        first = wait_settled(address, group, members, every, f"{names[:2]} to share {topic}")
+        figures["join 2 s"] = time.monotonic() - began
+        assert sorted(len(held(m)) for m in members) == [6, 6]
+
+        # Scale out: the old members give up only what moves to the newcomer, and keep the rest.
+        before = {m.name: held(m) for m in members}
+        since = marks(members)
+        members.append(start(bootstrap, group, clients[2], names[2], topic=topic))
+        began = time.monotonic()
+        second = wait_settled(address, group, members, every, f"{names[2]} to join {names[:2]}")
+        figures["scale out s"] = time.monotonic() - began
+        assert sorted(len(held(m)) for m in members) == [4, 4, 4]
+        for m in members[:2]:
+            gained, given = moves(m, since)
+            assert gained == frozenset(), f"{m.name} was assigned {gained} when a member joined"
+            assert given == before[m.name] - held(m), f"{m.name} revoked more than what moved"
+        assert held(members[2]) == (before[names[0]] | before[names[1]]) - held(members[0]) - held(members[1])
+        assert second.group_epoch > first.group_epoch
+
+        # SIGKILL: the member's partitions move once its session has ended, not before; the
+        # survivors revoke nothing.
+        victim, ids = members[0], member_ids(second)
+        before = {m.name: held(m) for m in members}
+        since = marks(members)
+        victim.kill()
+        third = wait_settled(
+            address, group, members, every, f"the survivors to take over SIGKILLed {victim.name}'s partitions"
+        )
+        taken = min(t for m in members[1:] for t in acquired_at(m, before[victim.name], since))
+        figures["SIGKILL moved after s"] = taken - victim.ended_at
+        for m in members[1:]:
+            assert moves(m, since)[1] == frozenset(), f"{m.name} revoked partitions when {victim.name} died"
+        assert moves(members[1], since)[0] | moves(members[2], since)[0] == before[victim.name]
+        assert third.group_epoch > second.group_epoch
+        if membership is not None:
+            expired = logged(membership, "expired", group, ids[victim.name])
+            assert expired, "the killed member did not expire"
+            assert taken > expired[0], "the killed member's partitions moved before its session ended"
+            figures["SIGKILL expired after s"] = expired[0] - victim.ended_at
+
+        # SIGTERM: the client leaves the group (epoch -1) and the last member takes everything.
+        leaver, ids = members[1], member_ids(third)
+        leaving = held(leaver)
+        since = marks(members)
+        stopped = time.time()
+        leaver.terminate()
+        fourth = wait_settled(address, group, members, every, f"{names[2]} to take over from {leaver.name}")
+        figures["SIGTERM moved after s"] = min(acquired_at(members[2], leaving, since)) - stopped
+        assert leaver.events("closed")
+        assert moves(members[2], since) == (leaving, frozenset())
+        assert held(members[2]) == every
+        assert fourth.group_epoch > third.group_epoch
+        if membership is not None:
+            assert logged(membership, "left", group, ids[leaver.name]), "the stopped member did not leave"
+            assert not logged(membership, "expired", group, ids[leaver.name])
+        figures.update(
+            {f"epoch {i}": float(d.group_epoch) for i, d in enumerate((first, second, third, fourth), 1)}
+        )
+    assert not overlapping_ownership(members), overlapping_ownership(members)
+    return figures
+
+
+@pytest.mark.parametrize(
+    "clients",
+    [("confluent", "confluent", "confluent"), ("java", "java", "java"), ("java", "confluent", "java")],
+    ids=["librdkafka", "java", "mixed"],
+)
+def test_join_scale_out_sigkill_and_sigterm(
+    membership: MembershipRecorder, clients: tuple[str, str, str]
+) -> None:
+    """librdkafka and Java members alone and mixed: incremental revocation on scale out, a
+    SIGKILLed member expires after the coordinator's session, a SIGTERMed one leaves at once."""
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config()) as coordinator:
+        figures = join_scale_kill_leave(
+            lambda: coordinator.bootstrap_servers,
+            coordinator.bootstrap_servers,
+            f"kip848-{'-'.join(clients)}",
+            "events",
+            clients,
+            membership,
+        )
+    print(f"embedded coordinator, {clients}: {figures}")
+
+
+def test_join_scale_out_sigkill_and_sigterm_on_kafka(kafka: KafkaCluster) -> None:
+    """The same scenario on Apache Kafka 4 (3 brokers), with the same session and heartbeat
+    set as the group's own config (KIP-848's dynamic group configs), for parity."""
+    group, topic = "kip848-parity", "kip848-parity-events"
+    kafka.create_topic(topic, PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    settings = [
+        ConfigEntry(
+            "consumer.session.timeout.ms", str(SESSION_MS), incremental_operation=AlterConfigOpType.SET
+        ),
+        ConfigEntry(
+            "consumer.heartbeat.interval.ms", str(INTERVAL_MS), incremental_operation=AlterConfigOpType.SET
+        ),
+    ]
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=settings)]
+    ).values():
+        future.result(timeout=60)
+
+    def coordinator() -> str:
+        return kafka.broker(kafka.coordinator_of(group)).address
+
+    figures = join_scale_kill_leave(
+        coordinator, kafka.bootstrap_servers, group, topic, ("java", "confluent", "java"), None
+    )
+    print(f"Apache Kafka 4 (3 brokers), mixed: {figures}")
+
+    # Java's client asks for its assigned topics by id with the name left "" (see below): Kafka
+    # resolves them by id.
+    assert metadata_by_id(coordinator(), topic) == [(topic, 0)]
+
+
+# --- static members -------------------------------------------------------------------------
+
+
+def test_static_members_come_back_without_a_new_group_epoch(membership: MembershipRecorder) -> None:
+    """A static librdkafka and a static Java member each close (SIGTERM: they leave with epoch
+    -2, keeping their place) and are restarted with the same instance id inside the session: each
+    gets exactly its partitions back, the group epoch does not move, and nobody else revokes."""
+    group, every = "kip848-static", frozenset(("events", p) for p in range(PARTITIONS))
+    session_ms = 15_000  # a JVM restarts well inside it, even on a loaded machine
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config(session_ms)) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+
+        def static(client: str, name: str) -> MemberProcess:
+            return start(bootstrap, group, client, name, instance_id=f"{name}-instance")
+
+        members = [
+            static("confluent", "rs0"),
+            static("java", "js1"),
+            start(bootstrap, group, "confluent", "rd2"),
+        ]
+        retired: list[MemberProcess] = []
+        with running_members(members):
+            current = wait_settled(
+                lambda: bootstrap, group, members, every, "two static members and one dynamic"
+            )
+            for index, client in ((0, "confluent"), (1, "java")):
+                name, old_id = members[index].name, member_ids(current)[members[index].name]
+                mine = held(members[index])
+                others = {m.name: held(m) for m in members if m.name != name}
+                rebalances = len(membership.of("rebalance", group))
+                since = marks(members)
+                members[index].terminate()
+                wait_for(functools.partial(logged, membership, "left", group, old_id), 30, f"{name} to leave")
+                left = [e for e in membership.of("left", group) if e.member_id == old_id]
+                assert left[0].detail == "static member left temporarily"  # epoch -2, not -1
+                retired.append(members[index])
+                members[index] = static(client, name)
+                current_epoch = current.group_epoch
+                current = wait_settled(
+                    lambda: bootstrap, group, members, every, f"static {name} to come back"
+                )
+                assert held(members[index]) == mine, f"{name} came back with other partitions"
+                assert current.group_epoch == current_epoch, "a static member's return bumped the group epoch"
+                assert len(membership.of("rebalance", group)) == rebalances
+                new_id = member_ids(current)[name]
+                assert new_id != old_id
+                joined = [e for e in membership.of("joined", group) if e.member_id == new_id]
+                assert joined and joined[0].detail == f"replaces static member {old_id}"
+                for m in members:
+                    if m.name != name:
+                        assert held(m) == others[m.name] and moves(m, since) == (frozenset(), frozenset())
+        assert not [e for e in membership.events if e.group_id == group and e.kind == "expired"]
+        assert not overlapping_ownership(retired + members), overlapping_ownership(retired + members)
+
+
+# --- regular expressions on the server ----------------------------------------------------------
+
+
+def test_regex_subscriptions_are_resolved_by_the_coordinator(membership: MembershipRecorder) -> None:
+    """librdkafka subscribes to "^ev.*" and Java to SubscriptionPattern("ev.*"): the coordinator
+    matches them against its topics, and a topic created later (CreateTopics from kafka-python's
+    admin client) that matches is assigned too; topics that do not match never are."""
+    group = "kip848-regex"
+    topics = {"events": 6, "evx": 2, "other": 3}
+    with EmbeddedCoordinator(topics=topics, config=kip848_config()) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        members = [
+            start(bootstrap, group, "confluent", "rx0", topic="^ev.*"),
+            start(bootstrap, group, "java", "jx1", pattern="ev.*"),
+        ]
+        expected = frozenset((t, p) for t in ("events", "evx") for p in range(topics[t]))
+        with running_members(members):
+            first = wait_settled(lambda: bootstrap, group, members, expected, "the regex members to settle")
+            regexes = {m.client_id: m.subscribed_topic_regex for m in first.members}
+            assert regexes["jx1"] == "ev.*"
+            assert "^ev.*" in regexes["rx0"]  # librdkafka sends its regexes joined, "(^ev.*)"
+            assert all(not m.subscribed_topic_names for m in first.members)
+
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kip848-admin")
+            try:
+                admin.create_topics([NewTopic("evolved", 4, 1), NewTopic("unrelated", 2, 1)])
+            finally:
+                admin.close()
+            expected |= {("evolved", p) for p in range(4)}
+            second = wait_settled(lambda: bootstrap, group, members, expected, "the new topic to be assigned")
+            assert second.group_epoch > first.group_epoch
+            assert all(held(m) for m in members)
+        assert not overlaps_by_topic(members), overlaps_by_topic(members)
+
+
+def metadata_by_id(address: str, topic: str) -> list[tuple[str | None, int]]:
+    """Ask Metadata v12 for ``topic`` by its id, and for an unknown id, with the names left ""
+    as Java's client does; return (name, error code) of the answer's topics."""
+    topic_cls = MetadataRequest.MetadataRequestTopic
+
+    def metadata(topics: list[Any]) -> Any:
+        request = MetadataRequest(
+            version=12,
+            topics=topics,
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
+        return _call(address, request, MetadataResponse, 12)
+
+    by_name = metadata([topic_cls(version=12, name=topic, topic_id=uuid.UUID(int=0))])
+    topic_id = by_name.topics[0].topic_id
+    unknown = uuid.UUID(int=topic_id.int ^ 1)
+    answer = metadata([topic_cls(version=12, name="", topic_id=i) for i in (topic_id, unknown)])
+    found = sorted((t.name, t.error_code) for t in answer.topics if t.topic_id == topic_id)
+    missing = [t.error_code for t in answer.topics if t.topic_id == unknown]
+    assert missing == [UNKNOWN_TOPIC_ID], answer
+    return found
+
+
+def test_metadata_by_topic_id_with_an_empty_name() -> None:
+    """What Java's consumer sends for its assigned topics under a broker-side regex: ids, with
+    the name at its default "". Kafka looks such a topic up by id; so must the coordinator (it
+    used to take "" for a name, and the Java member never learned its topics' names)."""
+    with EmbeddedCoordinator(topics={"events": 3}, config=kip848_config()) as coordinator:
+        assert metadata_by_id(coordinator.bootstrap_servers, "events") == [("events", 0)]
+
+
+# --- a member that never revokes -----------------------------------------------------------------
+
+
+def test_a_member_that_never_revokes_stalls_only_what_it_must_give_up(membership: MembershipRecorder) -> None:
+    """A member frozen (SIGSTOP) just as a newcomer joins holds partitions the new target moves
+    away. Only those wait: the other member gives up just what the newcomer needs from it and
+    keeps the rest throughout, the newcomer gets those at once, and the frozen member's
+    partitions move only when its session has ended (never two owners)."""
+    group, every = "kip848-stall", frozenset(("events", p) for p in range(PARTITIONS))
+    session_ms = 8000  # the newcomer starts and reconciles well inside it
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config(session_ms)) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        frozen, other = start(bootstrap, group, "confluent", "ra"), start(bootstrap, group, "java", "jb")
+        members = [frozen, other]
+        with running_members(members):
+            first = wait_settled(lambda: bootstrap, group, members, every, "two members to settle")
+            frozen_id = member_ids(first)["ra"]
+            before = {m.name: held(m) for m in members}
+            since = marks(members)
+            frozen.pause()
+            stopped_at = time.time()
+            newcomer = start(bootstrap, group, "confluent", "rc")
+            members.append(newcomer)
+
+            # While "ra" is frozen: "jb" gives up two partitions and keeps four, "rc" gets those
+            # two; "ra"'s two to-be-moved partitions are unreleased.
+            wait_for(lambda: len(held(newcomer)) == 2, SETTLE_S, "the newcomer to get what jb released")
+            wait_for(lambda: len(held(other)) == 4, 30, "jb's revocation report to be read")
+            stalled = described(bootstrap, group)
+            assert not logged(membership, "expired", group, frozen_id), (
+                "the session is too short for this machine"
+            )
+            view = {m.client_id: m for m in stalled.members}
+            assert stalled.group_state == "Reconciling"
+            assert partitions_of(view["ra"].assignment) == before["ra"]  # still its own, pending revocation
+            assert len(partitions_of(view["ra"].target_assignment)) == 4
+            assert len(partitions_of(view["rc"].target_assignment)) == 4
+            assert partitions_of(view["rc"].assignment) == held(newcomer)
+            kept = held(other)
+            assert len(kept) == 4 and kept < before["jb"]
+            assert moves(other, since) == (frozenset(), before["jb"] - kept)
+            assert held(newcomer) == before["jb"] - kept
+            assert not (held(newcomer) & before["ra"])
+
+            # The session ends: "ra" expires and its partitions move, "jb" revokes nothing more.
+            final = wait_settled(
+                lambda: bootstrap, group, [other, newcomer], every, "ra's partitions to move"
+            )
+            expired = logged(membership, "expired", group, frozen_id)
+            assert expired, "the frozen member did not expire"
+            assert all(m.member_id != frozen_id for m in final.members)
+            assert (
+                min(acquired_at(other, before["ra"], since) + acquired_at(newcomer, before["ra"], since))
+                > expired[0]
+            )
+            assert moves(other, since)[1] == before["jb"] - kept
+            assert kept <= held(other)
+            assert sorted(len(held(m)) for m in (other, newcomer)) == [6, 6]
+            frozen.kill()
+            frozen.ended_at = stopped_at  # frozen, it did nothing with its partitions after this
+            print(
+                f"stalled member expired {expired[0] - stopped_at:.2f} s after SIGSTOP "
+                f"(session {session_ms} ms)"
+            )
+        assert not overlapping_ownership(members), overlapping_ownership(members)
+
+
+# --- classic and incremental groups together -------------------------------------------------------
+
+
+def test_classic_and_incremental_groups_on_one_coordinator(membership: MembershipRecorder) -> None:
+    """A classic group (kafka-python and librdkafka, eager range) and an incremental one
+    (librdkafka and Java, server-side "range" via group.remote.assignor) share one coordinator
+    and one topic: scaling the incremental group out does not touch the classic group, and a
+    classic member's death does not touch the incremental group."""
+    classic_group, incremental_group = "kip848-beside-classic", "kip848-beside-incremental"
+    every = frozenset(("events", p) for p in range(PARTITIONS))
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config()) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+
+        def incremental(client: str, name: str) -> MemberProcess:
+            return start(bootstrap, incremental_group, client, name, remote_assignor="range")
+
+        classic = [
+            MemberProcess(client, bootstrap, name, group=classic_group, session_ms=SESSION_MS)
+            for client, name in (("kafka-python", "kc0"), ("confluent", "rc1"))
+        ]
+        members = [incremental("confluent", "ri0"), incremental("java", "ji1")]
+        with running_members(classic + members):
+            wait_for(lambda: owned_exactly_once(classic, PARTITIONS), SETTLE_S, "the classic group to settle")
+            settled_group = wait_settled(
+                lambda: bootstrap, incremental_group, members, every, "the incremental group"
+            )
+            assert settled_group.assignor_name == "range"
+
+            # The incremental group scales out; the classic group sees nothing.
+            classic_owned = [m.owned for m in classic]
+            classic_reports = [len(m.reports) for m in classic]
+            classic_rebalances = len(membership.of("rebalance", classic_group))
+            members.append(incremental("confluent", "ri2"))
+            scaled = wait_settled(lambda: bootstrap, incremental_group, members, every, "ri2 to join")
+            assert scaled.group_epoch > settled_group.group_epoch
+            assert [m.owned for m in classic] == classic_owned
+            assert [len(m.reports) for m in classic] == classic_reports
+            assert len(membership.of("rebalance", classic_group)) == classic_rebalances
+
+            # A classic member is SIGKILLed; the incremental group sees nothing.
+            since = marks(members)
+            classic[0].kill()
+            wait_for(
+                lambda: (
+                    [
+                        m
+                        for m in membership.of("expired", classic_group)
+                        if (m.member_id or "").startswith("kc0-")
+                    ]
+                    and owned_exactly_once(classic, PARTITIONS)
+                ),
+                SETTLE_S,
+                "the classic group to take over kc0's partitions",
+            )
+            still = settled(lambda: bootstrap, incremental_group, members, every)
+            assert still is not None and still.group_epoch == scaled.group_epoch
+            assert all(moves(m, since) == (frozenset(), frozenset()) for m in members)
+            assert not [
+                e
+                for e in membership.events
+                if e.group_id == incremental_group
+                and e.kind == "rebalance"
+                and e.generation_id > scaled.group_epoch
+            ]
+        assert not overlapping_ownership(classic), overlapping_ownership(classic)
+        assert not overlapping_ownership(members), overlapping_ownership(members)
