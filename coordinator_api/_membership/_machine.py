@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api._types import NO_GENERATION_ID, Generation, JoinedMember
@@ -76,46 +77,47 @@ class MemberSettings:
 
 
 @dataclass(frozen=True)
-class Event:
-    pass
+class _Event:
+    """Base of the events; :data:`Event` is their union, which :meth:`MemberMachine.handle`
+    matches exhaustively (mypy checks that every event has a handler)."""
 
 
 @dataclass(frozen=True)
-class JoinWanted(Event):
+class JoinWanted(_Event):
     """The application wants to be in the group (again), e.g. ensure_active_group, rejoin."""
 
     reason: str
 
 
 @dataclass(frozen=True)
-class Polled(Event):
+class Polled(_Event):
     """The application called poll (or ensure_active_group): it takes part in the group."""
 
 
 @dataclass(frozen=True)
-class CoordinatorFound(Event):
+class CoordinatorFound(_Event):
     pass
 
 
 @dataclass(frozen=True)
-class CoordinatorLookupFailed(Event):
+class CoordinatorLookupFailed(_Event):
     error: str
 
 
 @dataclass(frozen=True)
-class Prepared(Event):
+class Prepared(_Event):
     """The application ran on_join_prepare (if asked) and metadata()."""
 
     protocols: tuple[tuple[str, bytes], ...]
 
 
 @dataclass(frozen=True)
-class PrepareFailed(Event):
+class PrepareFailed(_Event):
     """on_join_prepare or metadata() failed; the next round asks again."""
 
 
 @dataclass(frozen=True)
-class JoinAnswered(Event):
+class JoinAnswered(_Event):
     sent_at: int
     error: int
     generation_id: int = NO_GENERATION_ID
@@ -126,24 +128,24 @@ class JoinAnswered(Event):
 
 
 @dataclass(frozen=True)
-class AssignmentComputed(Event):
+class AssignmentComputed(_Event):
     assignments: tuple[tuple[str, bytes], ...]
 
 
 @dataclass(frozen=True)
-class AssignmentFailed(Event):
+class AssignmentFailed(_Event):
     """perform_assignment raised or returned something unusable."""
 
 
 @dataclass(frozen=True)
-class SyncAnswered(Event):
+class SyncAnswered(_Event):
     sent_at: int
     error: int
     assignment: bytes = b""
 
 
 @dataclass(frozen=True)
-class Completed(Event):
+class Completed(_Event):
     """The application ran on_join_complete; ``ok`` is False if it raised or if the assignment
     was refused before it ran (``reason`` says which)."""
 
@@ -152,13 +154,13 @@ class Completed(Event):
 
 
 @dataclass(frozen=True)
-class HeartbeatAnswered(Event):
+class HeartbeatAnswered(_Event):
     sent_at: int
     error: int
 
 
 @dataclass(frozen=True)
-class RequestFailed(Event):
+class RequestFailed(_Event):
     """A request got no answer (connection lost, timeout)."""
 
     kind: str  # find, join, sync, heartbeat, leave
@@ -166,18 +168,43 @@ class RequestFailed(Event):
 
 
 @dataclass(frozen=True)
-class LeaveWanted(Event):
+class LeaveWanted(_Event):
     reason: str
 
 
 @dataclass(frozen=True)
-class LeaveAnswered(Event):
+class LeaveAnswered(_Event):
     error: int
 
 
 @dataclass(frozen=True)
-class Tick(Event):
+class Tick(_Event):
     """Time passed."""
+
+
+Event = (
+    JoinWanted
+    | Polled
+    | CoordinatorFound
+    | CoordinatorLookupFailed
+    | Prepared
+    | PrepareFailed
+    | JoinAnswered
+    | AssignmentComputed
+    | AssignmentFailed
+    | SyncAnswered
+    | Completed
+    | HeartbeatAnswered
+    | RequestFailed
+    | LeaveWanted
+    | LeaveAnswered
+    | Tick
+)
+
+
+def _unhandled(event: NoReturn) -> NoReturn:
+    """mypy reports a call with an event type that has no ``case`` in :meth:`MemberMachine.handle`."""
+    raise AssertionError(f"no handler for {event!r}")
 
 
 # --- actions: what to do -------------------------------------------------------------------------
@@ -347,8 +374,41 @@ class MemberMachine:
     def handle(self, event: Event, now: int) -> list[Action]:
         if self.state is MemberState.FENCED and not isinstance(event, LeaveWanted):
             return []
-        method = getattr(self, "_on_" + type(event).__name__)
-        method(event, now)
+        match event:
+            case JoinWanted():
+                self._on_JoinWanted(event, now)
+            case Polled():
+                self._on_Polled(event, now)
+            case CoordinatorFound():
+                self._on_CoordinatorFound(event, now)
+            case CoordinatorLookupFailed():
+                self._on_CoordinatorLookupFailed(event, now)
+            case Prepared():
+                self._on_Prepared(event, now)
+            case PrepareFailed():
+                self._on_PrepareFailed(event, now)
+            case JoinAnswered():
+                self._on_JoinAnswered(event, now)
+            case AssignmentComputed():
+                self._on_AssignmentComputed(event, now)
+            case AssignmentFailed():
+                self._on_AssignmentFailed(event, now)
+            case SyncAnswered():
+                self._on_SyncAnswered(event, now)
+            case Completed():
+                self._on_Completed(event, now)
+            case HeartbeatAnswered():
+                self._on_HeartbeatAnswered(event, now)
+            case RequestFailed():
+                self._on_RequestFailed(event, now)
+            case LeaveWanted():
+                self._on_LeaveWanted(event, now)
+            case LeaveAnswered():
+                self._on_LeaveAnswered(event, now)
+            case Tick():
+                self._on_Tick(event, now)
+            case _:
+                _unhandled(event)
         self._check_timers(now)
         self._advance(now)
         actions, self._actions = self._actions, []

@@ -43,6 +43,7 @@ The machine never reads a clock or touches I/O: every entry point takes ``now_ms
 
 from __future__ import annotations
 
+import enum
 import heapq
 import re
 import uuid
@@ -101,6 +102,19 @@ from coordinator_api.server._messages import (
 )
 
 RequestRef = Hashable
+
+
+class _Timer(enum.Enum):
+    """What a timer in the heap is for; each is checked against the group when it fires, so a
+    stale one (the deadline moved since) does nothing."""
+
+    SESSION = "a member's session"
+    PENDING = "a pending member's first join (KIP-394)"
+    HELD_HEARTBEAT = "the end of a held heartbeat"
+    JOIN = "the end of the join phase"
+    SYNC = "the end of the sync phase"
+
+
 _FENCING_ERRORS = frozenset(
     {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
 )
@@ -280,7 +294,7 @@ class GroupCoordinator:
         )
         # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
         # when popped, so resetting a session costs no heap work.
-        self._timers: list[tuple[int, int, str, str, str]] = []
+        self._timers: list[tuple[int, int, _Timer, str, str]] = []
         self._timer_seq = 0
         # Held heartbeats by request: (group id, member id); entries of heartbeats answered
         # otherwise are stale and checked against the member when used.
@@ -433,7 +447,7 @@ class GroupCoordinator:
                     self._held.pop(ref, None)
                     member.held_heartbeat = None
                     self._schedule(
-                        max(member.session_deadline, now_ms), "session", group.group_id, member.member_id
+                        max(member.session_deadline, now_ms), _Timer.SESSION, group.group_id, member.member_id
                     )
         return Effects()
 
@@ -453,22 +467,22 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             if group is None:
                 continue
-            if kind == "session":
+            if kind is _Timer.SESSION:
                 self._check_session(group, member_id, now_ms, fx)
-            elif kind == "pending":
+            elif kind is _Timer.PENDING:
                 if group.pending_members.get(member_id, now_ms + 1) <= now_ms:
                     del group.pending_members[member_id]
                     self._event(fx, "expired", group, member_id, detail="pending member never joined")
                     self._try_complete_join(group, now_ms, fx)
                     self._maybe_forget(group)
-            elif kind == "heartbeat":
+            elif kind is _Timer.HELD_HEARTBEAT:
                 member = group.members.get(member_id)
                 if member is not None and member.held_heartbeat is not None and member.held_until == deadline:
                     self._answer_held(group, member, ErrorCode.NONE, now_ms, fx)
-            elif kind == "join":
+            elif kind is _Timer.JOIN:
                 if group.join_deadline == deadline:
                     self._join_deadline_passed(group, now_ms, fx)
-            elif kind == "sync" and group.sync_deadline == deadline:
+            elif kind is _Timer.SYNC and group.sync_deadline == deadline:
                 self._sync_deadline_passed(group, now_ms, fx)
         return fx
 
@@ -482,7 +496,7 @@ class GroupCoordinator:
 
     # --- timers ------------------------------------------------------------------------------
 
-    def _schedule(self, deadline: int, kind: str, group_id: str, member_id: str = "") -> None:
+    def _schedule(self, deadline: int, kind: _Timer, group_id: str, member_id: str = "") -> None:
         self._timer_seq += 1
         heapq.heappush(self._timers, (deadline, self._timer_seq, kind, group_id, member_id))
 
@@ -499,9 +513,9 @@ class GroupCoordinator:
             or member.held_heartbeat is not None
         ):
             # Alive by its parked request; look again one session later.
-            self._schedule(now_ms + member.session_timeout_ms, "session", group.group_id, member_id)
+            self._schedule(now_ms + member.session_timeout_ms, _Timer.SESSION, group.group_id, member_id)
         elif member.session_deadline > now_ms:
-            self._schedule(member.session_deadline, "session", group.group_id, member_id)
+            self._schedule(member.session_deadline, _Timer.SESSION, group.group_id, member_id)
         else:
             self._remove_member(group, member, now_ms, fx, "expired", "session timeout passed")
 
@@ -553,7 +567,7 @@ class GroupCoordinator:
         if instance is None and req.require_known_member_id:
             deadline = now_ms + req.session_timeout_ms
             group.pending_members[new_id] = deadline
-            self._schedule(deadline, "pending", group.group_id, new_id)
+            self._schedule(deadline, _Timer.PENDING, group.group_id, new_id)
             fx.replies.append((ref, JoinGroupResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id)))
             return
         self._add_member_and_rebalance(group, new_id, ref, req, now_ms, fx)
@@ -622,7 +636,7 @@ class GroupCoordinator:
         if group.leader_id is None or group.leader_id not in group.members:
             group.leader_id = member.member_id
         self._touch(member, now_ms)
-        self._schedule(member.session_deadline, "session", group.group_id, member.member_id)
+        self._schedule(member.session_deadline, _Timer.SESSION, group.group_id, member.member_id)
 
     def _add_member_and_rebalance(
         self,
@@ -754,7 +768,7 @@ class GroupCoordinator:
             group.in_initial_delay = False
             group.join_deadline = now_ms + group.max_rebalance_timeout_ms()
         group.state = GroupState.PREPARING_REBALANCE
-        self._schedule(group.join_deadline, "join", group.group_id)
+        self._schedule(group.join_deadline, _Timer.JOIN, group.group_id)
         self._event(fx, "rebalance", group, detail=reason)
         self._try_complete_join(group, now_ms, fx)
 
@@ -772,7 +786,7 @@ class GroupCoordinator:
             group.initial_delay_remaining_ms -= step
             group.new_member_added = False
             group.join_deadline = now_ms + step
-            self._schedule(group.join_deadline, "join", group.group_id)
+            self._schedule(group.join_deadline, _Timer.JOIN, group.group_id)
             return
         group.in_initial_delay = False
         self._complete_join(group, now_ms, fx)
@@ -798,7 +812,7 @@ class GroupCoordinator:
         group.state = GroupState.COMPLETING_REBALANCE
         group.pending_sync = set(group.members)
         group.sync_deadline = now_ms + group.max_rebalance_timeout_ms()
-        self._schedule(group.sync_deadline, "sync", group.group_id)
+        self._schedule(group.sync_deadline, _Timer.SYNC, group.group_id)
         self._event(
             fx,
             "generation",
@@ -924,7 +938,7 @@ class GroupCoordinator:
         member.held_heartbeat = ref
         member.held_until = now_ms + hold
         self._held[ref] = (group.group_id, member.member_id)
-        self._schedule(member.held_until, "heartbeat", group.group_id, member.member_id)
+        self._schedule(member.held_until, _Timer.HELD_HEARTBEAT, group.group_id, member.member_id)
         return True
 
     def _answer_held(
@@ -936,7 +950,7 @@ class GroupCoordinator:
         member.held_heartbeat = None
         # The session counts from the heartbeat's arrival, not from this answer: an open
         # connection is no sign of life (a paused process keeps it), the next heartbeat is.
-        self._schedule(max(member.session_deadline, now_ms), "session", group.group_id, member.member_id)
+        self._schedule(max(member.session_deadline, now_ms), _Timer.SESSION, group.group_id, member.member_id)
 
     # --- LeaveGroup --------------------------------------------------------------------------
 
