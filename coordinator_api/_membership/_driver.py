@@ -148,7 +148,7 @@ class MemberDriver:
         s = self.settings
         sent_at = now_ms()
         if isinstance(action, m.FindCoordinator):
-            self._request(self._find_coordinator(), "find", lambda _r: m.CoordinatorFound())
+            self._request(self._find_coordinator(), m.RequestKind.FIND, lambda _r: m.CoordinatorFound())
         elif isinstance(action, m.SendJoinGroup):
             request = JoinGroupRequest(
                 group_id=s.group_id,
@@ -165,7 +165,7 @@ class MemberDriver:
             )
             self._request(
                 self._to_coordinator(request, s.rebalance_timeout_ms + 5000),
-                "join",
+                m.RequestKind.JOIN,
                 lambda r: m.JoinAnswered(
                     sent_at,
                     r.error_code,
@@ -193,7 +193,7 @@ class MemberDriver:
             )
             self._request(
                 self._to_coordinator(request, s.rebalance_timeout_ms + 5000),
-                "sync",
+                m.RequestKind.SYNC,
                 lambda r: m.SyncAnswered(sent_at, r.error_code, bytes(r.assignment)),
             )
         elif isinstance(action, m.SendHeartbeat):
@@ -206,7 +206,7 @@ class MemberDriver:
             # A heartbeat not answered within the session is useless: fail it and reconnect.
             self._request(
                 self._to_coordinator(request, s.session_timeout_ms),
-                "heartbeat",
+                m.RequestKind.HEARTBEAT,
                 lambda r: m.HeartbeatAnswered(sent_at, r.error_code),
             )
         elif isinstance(action, m.SendLeaveGroup):
@@ -223,11 +223,11 @@ class MemberDriver:
             )
             self._request(
                 self._to_coordinator(request, self._request_timeout_ms),
-                "leave",
+                m.RequestKind.LEAVE,
                 lambda r: m.LeaveAnswered(r.error_code),
             )
 
-    def _request(self, coro: Any, kind: str, on_response: Callable[[Any], m.Event]) -> None:
+    def _request(self, coro: Any, kind: m.RequestKind, on_response: Callable[[Any], m.Event]) -> None:
         future = self._manager.call_soon(coro)
 
         def done(response: Any) -> None:
@@ -238,7 +238,7 @@ class MemberDriver:
             self.submit(event)
 
         def failed(exc: Any) -> None:
-            if kind == "find":
+            if kind is m.RequestKind.FIND:
                 self.submit(m.CoordinatorLookupFailed(repr(exc)))
             else:
                 self._coordinator_node = None
@@ -298,7 +298,7 @@ class MemberDriver:
     def wait_for_leave(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         with self.lock:
-            while "leave" in self.machine.in_flight and time.monotonic() < deadline:
+            while m.RequestKind.LEAVE in self.machine.in_flight and time.monotonic() < deadline:
                 self.lock.wait(max(deadline - time.monotonic(), 0))
 
     def close(self) -> None:

@@ -52,6 +52,16 @@ from coordinator_api._types import UNKNOWN_MEMBER_ID as NO_MEMBER_ID
 _COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
+class RequestKind(str, enum.Enum):
+    """A request the member sends; one of each kind may be in flight at a time."""
+
+    FIND = "find"
+    JOIN = "join"
+    SYNC = "sync"
+    HEARTBEAT = "heartbeat"
+    LEAVE = "leave"
+
+
 class MemberState(enum.Enum):
     UNJOINED = "unjoined"
     JOINING = "joining"
@@ -163,7 +173,7 @@ class HeartbeatAnswered(_Event):
 class RequestFailed(_Event):
     """A request got no answer (connection lost, timeout)."""
 
-    kind: str  # find, join, sync, heartbeat, leave
+    kind: RequestKind
     error: str
 
 
@@ -312,7 +322,7 @@ class MemberMachine:
     round_reason: str = ""  # why the current round started, sent with JoinGroup
     coordinator_known: bool = False
     finding: bool = False
-    in_flight: set[str] = field(default_factory=set)
+    in_flight: set[RequestKind] = field(default_factory=set)
     awaiting_app: str | None = None  # prepare, assign, complete
     awaiting_action: Action | None = None  # the exact request the application has to answer
     holds_assignment: bool = False  # between Complete and the next PrepareJoin/Lost
@@ -430,7 +440,7 @@ class MemberMachine:
         if (
             self.state is MemberState.UNJOINED
             and self.awaiting_app is None
-            and not self.in_flight & {"join", "sync"}
+            and not self.in_flight & {RequestKind.JOIN, RequestKind.SYNC}
         ):
             self._rejoin("the application polled")
 
@@ -461,7 +471,7 @@ class MemberMachine:
             self.state = MemberState.UNJOINED
 
     def _on_JoinAnswered(self, event: JoinAnswered, now: int) -> None:
-        self.in_flight.discard("join")
+        self.in_flight.discard(RequestKind.JOIN)
         if self.state is not MemberState.JOINING:
             return
         error = event.error
@@ -504,7 +514,7 @@ class MemberMachine:
         self.state = MemberState.UNJOINED
 
     def _on_SyncAnswered(self, event: SyncAnswered, now: int) -> None:
-        self.in_flight.discard("sync")
+        self.in_flight.discard(RequestKind.SYNC)
         if self.state is not MemberState.COMPLETING:
             return
         error = event.error
@@ -539,7 +549,7 @@ class MemberMachine:
             self._rejoin(event.reason)
 
     def _on_HeartbeatAnswered(self, event: HeartbeatAnswered, now: int) -> None:
-        self.in_flight.discard("heartbeat")
+        self.in_flight.discard(RequestKind.HEARTBEAT)
         error = event.error
         if self.state not in (MemberState.COMPLETING, MemberState.STABLE):
             return
@@ -563,11 +573,14 @@ class MemberMachine:
 
     def _on_RequestFailed(self, event: RequestFailed, now: int) -> None:
         self.in_flight.discard(event.kind)
-        if event.kind == "find":
+        if event.kind is RequestKind.FIND:
             self.finding = False
         self.coordinator_known = False
         self.timers.retry_at = now + self.settings.retry_backoff_ms
-        if event.kind in ("join", "sync") and self.state in (MemberState.JOINING, MemberState.COMPLETING):
+        if event.kind in (RequestKind.JOIN, RequestKind.SYNC) and self.state in (
+            MemberState.JOINING,
+            MemberState.COMPLETING,
+        ):
             # The answer is lost; join again (the coordinator keeps our member id).
             self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
             self.awaiting_app = None
@@ -582,7 +595,7 @@ class MemberMachine:
             self.state = MemberState.UNJOINED
 
     def _on_LeaveAnswered(self, event: LeaveAnswered, now: int) -> None:
-        self.in_flight.discard("leave")
+        self.in_flight.discard(RequestKind.LEAVE)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -597,7 +610,7 @@ class MemberMachine:
             self.stable_anchor = max(self.stable_anchor or sent_at, sent_at)
 
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...]) -> None:
-        self.in_flight.add("sync")
+        self.in_flight.add(RequestKind.SYNC)
         self._actions.append(
             SendSyncGroup(self.generation_id, self.member_id, self.protocol_name, assignments)
         )
@@ -637,7 +650,7 @@ class MemberMachine:
 
     def _leave(self, reason: str) -> None:
         if self.member_id:
-            self.in_flight.add("leave")
+            self.in_flight.add(RequestKind.LEAVE)
             self._actions.append(SendLeaveGroup(self.member_id, reason))
         self.holds_assignment = False
         self.timers.next_heartbeat = None
@@ -688,7 +701,7 @@ class MemberMachine:
             and self.timers.retry_at is None
             and self.state in (MemberState.COMPLETING, MemberState.STABLE)
             and self.timers.next_heartbeat is not None
-            and not self.in_flight & {"heartbeat", "join"}
+            and not self.in_flight & {RequestKind.HEARTBEAT, RequestKind.JOIN}
         )
 
     def _advance(self, now: int) -> None:
@@ -709,13 +722,13 @@ class MemberMachine:
             and self.timers.next_heartbeat is not None
             and now >= self.timers.next_heartbeat
         ):
-            self.in_flight.add("heartbeat")
+            self.in_flight.add(RequestKind.HEARTBEAT)
             self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
             self._actions.append(SendHeartbeat(self.generation_id, self.member_id))
-        if self.awaiting_app is not None or self.in_flight & {"join", "sync"}:
+        if self.awaiting_app is not None or self.in_flight & {RequestKind.JOIN, RequestKind.SYNC}:
             return
         if self.state is MemberState.JOINING and self.protocols:
-            self.in_flight.add("join")
+            self.in_flight.add(RequestKind.JOIN)
             self._actions.append(SendJoinGroup(self.member_id, self.protocols, self.round_reason))
             return
         if self.want_join and self.state in (
