@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
-"""Benchmark: the embedded coordinator against librdkafka's mock cluster, same client workload.
+"""Benchmark: the embedded coordinator beside librdkafka's mock and Apache Kafka's broker.
 
-Both servers run in their own processes (``python -m coordinator_api serve`` and a small child
-running :class:`coordinator_api.testing.LibrdkafkaMockCluster`). The load generator speaks the
-Kafka protocol through kafka-python 3's message classes over asyncio sockets, one TCP
-connection per simulated member:
+Every server runs in its own process: ``python -m coordinator_api serve``, a small child
+running :class:`coordinator_api.testing.LibrdkafkaMockCluster`, and a one-broker Apache Kafka
+4 cluster (:class:`coordinator_api.testing.KafkaCluster`, one KRaft broker+controller JVM).
+The load generator speaks the Kafka protocol through kafka-python 3's message classes over
+asyncio sockets, one TCP connection per simulated member, with the same requests for every
+server:
 
 * **A, time to a stable generation**: N members of a fresh group send JoinGroup at once
   (rejoining with the given id after MEMBER_ID_REQUIRED), followers send SyncGroup as soon as
   their JoinGroup answer arrives, the leader sends SyncGroup with a range assignment for every
   member once every follower's SyncGroup is on the wire. Measured from the first JoinGroup
   sent to the last SyncGroup answer received (median of ``--repeats`` fresh groups).
+* **K, rebalance after a member is killed**: N members of a stable group with a short session
+  (1,000 ms) heartbeat; one follower stops heartbeating (its connection stays open, silent).
+  Measured from that member's last heartbeat answer until the N-1 others hold a new stable
+  generation without it.
 * **B, heartbeats per second**: M members of a stable group each send Heartbeat back to back
   (the next one as soon as the answer arrives) for T seconds, from 1 and/or 2 load-generator
-  processes; answered heartbeats per second.
+  processes; answered heartbeats per second, and the server's CPU time per heartbeat.
+
+Every generation is checked: each member got an assignment, the one the leader sent for it,
+every partition is owned exactly once, and every member reports the same generation.
 
 Run ``python bench/bench_coordinator.py --help``; see bench/README.md for the method and the
 caveats (notably: the mock completes a join phase only when its own timer fires).
@@ -28,7 +37,9 @@ import json
 import multiprocessing
 import os
 import platform
+import random
 import re
+import shutil
 import statistics
 import struct
 import subprocess
@@ -59,6 +70,8 @@ from kafka.protocol.metadata import (
     FindCoordinatorResponse,
 )
 
+from coordinator_api._protocol import ApiKey, ErrorCode
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "coordinator.json"
 CLIENT_ID = "bench"
@@ -68,20 +81,28 @@ PROTOCOL_TYPE = "consumer"
 PROTOCOL_NAME = "range"
 SESSION_TIMEOUT_MS = 30_000
 REBALANCE_TIMEOUT_MS = 30_000
+# Metric B's groups sit idle between their heartbeat runs while the other servers' runs go on
+# (three servers: up to half a minute on a loaded machine), so their sessions are longer.
+HEARTBEAT_GROUP_SESSION_MS = 120_000
+# The same session bounds for the embedded coordinator and Kafka (the mock has none).
+MIN_SESSION_TIMEOUT_MS = 1000
+MAX_SESSION_TIMEOUT_MS = 1_800_000
 HOST = "127.0.0.1"
 
-# Kafka error codes the load generator reacts to.
-NONE = 0
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-MEMBER_ID_REQUIRED = 79
-
-API_NAMES = {10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup"}
-API_VERSIONS_KEY = 18
+API_NAMES = {
+    ApiKey.FIND_COORDINATOR: "FindCoordinator",
+    ApiKey.JOIN_GROUP: "JoinGroup",
+    ApiKey.HEARTBEAT: "Heartbeat",
+    ApiKey.LEAVE_GROUP: "LeaveGroup",
+    ApiKey.SYNC_GROUP: "SyncGroup",
+}
 
 EMBEDDED = "embedded"
 MOCK = "mock"
-SERVER_LABELS = {EMBEDDED: "embedded coordinator", MOCK: "librdkafka mock"}
+KAFKA = "kafka"
+SERVER_KINDS = (EMBEDDED, MOCK, KAFKA)
+SERVER_LABELS = {EMBEDDED: "embedded coordinator", MOCK: "librdkafka mock", KAFKA: "Apache Kafka broker"}
+SHORT_LABELS = {EMBEDDED: "ours", MOCK: "mock", KAFKA: "Kafka"}
 
 
 class BenchError(RuntimeError):
@@ -125,9 +146,10 @@ class KafkaConnection(asyncio.Protocol):
 
     def on_payload(self, payload: bytes) -> None:
         waiter, self._waiter = self._waiter, None
-        if waiter is None or waiter.done():
+        if waiter is None:
             raise BenchError("a response arrived with no request in flight")
-        waiter.set_result(payload)
+        if not waiter.done():  # else: the answer to a request whose member task was cancelled
+            waiter.set_result(payload)
 
     # requests
     def send(self, request: Any) -> asyncio.Future[bytes]:
@@ -185,7 +207,7 @@ async def connect_many(
             reply = await asyncio.wait_for(
                 conn.call(ApiVersionsRequest(version=hello_version), ApiVersionsResponse), 30
             )
-            if reply.error_code != NONE:
+            if reply.error_code != ErrorCode.NONE:
                 raise BenchError(f"ApiVersions v{hello_version} failed with error {reply.error_code}")
             connections[i] = conn
 
@@ -203,23 +225,26 @@ async def api_versions(address: str) -> dict[int, tuple[int, int]]:
         response = await conn.call(ApiVersionsRequest(version=0), ApiVersionsResponse)
     finally:
         conn.close()
-    if response.error_code != NONE:
+    if response.error_code != ErrorCode.NONE:
         raise BenchError(f"ApiVersions v0 to {address} failed with error {response.error_code}")
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
-def common_versions(
-    ours: dict[int, tuple[int, int]], theirs: dict[int, tuple[int, int]]
-) -> dict[int, tuple[int, int]]:
-    """{api key: (lowest, highest)} version range that both servers announce."""
+def common_versions(offered: dict[str, dict[int, tuple[int, int]]]) -> dict[int, tuple[int, int]]:
+    """{api key: (lowest, highest)} version range that every server announces."""
     chosen = {}
-    for key in (API_VERSIONS_KEY, *API_NAMES):
-        if key not in ours or key not in theirs:
-            raise BenchError(f"api key {key} is not offered by both servers")
-        low = max(ours[key][0], theirs[key][0])
-        high = min(ours[key][1], theirs[key][1])
+    for key in (ApiKey.API_VERSIONS, *API_NAMES):
+        missing = [kind for kind, ranges in offered.items() if key not in ranges]
+        if missing:
+            raise BenchError(f"api key {key} is not offered by {', '.join(missing)}")
+        low = max(ranges[key][0] for ranges in offered.values())
+        high = min(ranges[key][1] for ranges in offered.values())
         if low > high:
-            raise BenchError(f"api key {key}: no common version ({ours[key]} vs {theirs[key]})")
+            raise BenchError(
+                f"api key {key}: no common version ("
+                + ", ".join(f"{kind} {ranges[key]}" for kind, ranges in offered.items())
+                + ")"
+            )
         chosen[key] = (low, high)
     return chosen
 
@@ -234,7 +259,9 @@ async def probe_version(address: str, key: int, version: int) -> str | None:
     """
     missing = f"bench-probe-missing-{uuid.uuid4().hex[:8]}"
     if key == 10:
-        request: Any = FindCoordinatorRequest(version=version, key=missing, key_type=0)
+        request: Any = FindCoordinatorRequest(
+            version=version, key=missing, key_type=0, coordinator_keys=[missing]
+        )
         response_cls: Any = FindCoordinatorResponse
     elif key == 11:
         request = JoinGroupRequest(
@@ -287,8 +314,12 @@ async def probe_version(address: str, key: int, version: int) -> str | None:
 async def working_versions(
     addresses: dict[str, str], announced: dict[int, tuple[int, int]]
 ) -> tuple[dict[int, int], list[str]]:
-    """Highest version of each group API that every server announces *and* reads correctly."""
-    chosen = {API_VERSIONS_KEY: announced[API_VERSIONS_KEY][1]}
+    """Highest version of each group API that every server announces *and* reads correctly.
+
+    FindCoordinator is probed first and answered before the others, so a Kafka broker has its
+    ``__consumer_offsets`` partitions loaded by the time the group APIs are probed.
+    """
+    chosen = {ApiKey.API_VERSIONS: announced[ApiKey.API_VERSIONS][1]}
     findings = []
     for key, name in API_NAMES.items():
         low, high = announced[key]
@@ -305,7 +336,7 @@ async def working_versions(
                 )
             version -= 1
         if version < low:
-            raise BenchError(f"no {name} version works on both servers")
+            raise BenchError(f"no {name} version works on every server")
         chosen[key] = version
     return chosen, findings
 
@@ -325,7 +356,7 @@ class Versions:
     @classmethod
     def from_keys(cls, chosen: dict[int, int]) -> Versions:
         return cls(
-            api_versions=chosen[API_VERSIONS_KEY],
+            api_versions=chosen[ApiKey.API_VERSIONS],
             find_coordinator=chosen[10],
             join=chosen[11],
             sync=chosen[14],
@@ -337,11 +368,13 @@ class Versions:
 SUBSCRIPTION = bytes(ConsumerProtocolSubscription(version=0, topics=[TOPIC], user_data=None).encode())
 
 
-def join_request(v: Versions, group_id: str, member_id: str) -> Any:
+def join_request(
+    v: Versions, group_id: str, member_id: str, session_timeout_ms: int = SESSION_TIMEOUT_MS
+) -> Any:
     return JoinGroupRequest(
         version=v.join,
         group_id=group_id,
-        session_timeout_ms=SESSION_TIMEOUT_MS,
+        session_timeout_ms=session_timeout_ms,
         rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
         member_id=member_id,
         group_instance_id=None,
@@ -413,11 +446,18 @@ class Member:
     conn: KafkaConnection
     member_id: str = ""
     generation: int = -1
+    # The assignment bytes this member's last successful SyncGroup answer carried, and the
+    # generation that answer belongs to: what the correctness check compares with the leader's.
+    assignment: bytes | None = None
+    assignment_generation: int = -1
+    # When the server last heard from it in a way that restarts its session (a SyncGroup or
+    # Heartbeat answered): metric K keeps every member's heartbeat cadence from it.
+    last_contact: float = 0.0
 
 
 @dataclass
 class GroupRun:
-    """Bookkeeping of one group forming, shared by its member tasks."""
+    """Bookkeeping of one group forming (or re-forming), shared by its member tasks."""
 
     group_id: str
     size: int
@@ -425,11 +465,19 @@ class GroupRun:
     heartbeat_interval_s: float
     leader_wait_s: float
     leader_delay_s: float
+    session_timeout_ms: int = SESSION_TIMEOUT_MS
+    # Generations at or below this one do not count (metric K: the generation before the kill).
+    min_generation: int = 0
     t_first_join: float | None = None
+    t_first_notice: float | None = None  # first REBALANCE_IN_PROGRESS answer to a heartbeat
+    t_last_notice: float | None = None  # ... and the last one
     t_stable: float | None = None
     stable_generation: int | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     generation_sizes: dict[int, int] = field(default_factory=dict)
+    generation_members: dict[int, list[str]] = field(default_factory=dict)
+    leaders: dict[int, str] = field(default_factory=dict)
+    sent_assignments: dict[int, dict[str, bytes]] = field(default_factory=dict)
     synced: Counter[int] = field(default_factory=Counter)
     follower_syncs_sent: Counter[int] = field(default_factory=Counter)
     follower_sync_waiters: dict[int, tuple[int, asyncio.Event]] = field(default_factory=dict)
@@ -449,6 +497,7 @@ class GroupRun:
     def _check_stable(self, generation: int) -> None:
         if (
             not self.done.is_set()
+            and generation > self.min_generation
             and self.generation_sizes.get(generation) == self.size
             and self.synced[generation] == self.size
         ):
@@ -473,38 +522,85 @@ class GroupRun:
             self.leader_wait_timeouts += 1
 
 
-async def run_member(run: GroupRun, member: Member) -> None:
-    """A consumer's classic-protocol loop: join, sync, heartbeat until the group is stable."""
+async def heartbeat_until_done(run: GroupRun, member: Member, first_delay_s: float | None = None) -> bool:
+    """Heartbeat (as a consumer would) until the whole group is stable; True: rejoin now.
+
+    The first heartbeat goes after ``first_delay_s`` (default: one interval), each next one an
+    interval after the previous answer.
+    """
+    conn = member.conn
+    delay = run.heartbeat_interval_s if first_delay_s is None else first_delay_s
+    while not run.done.is_set():
+        try:
+            await asyncio.wait_for(run.done.wait(), delay)
+            return False
+        except asyncio.TimeoutError:
+            pass
+        delay = run.heartbeat_interval_s
+        run.requests["Heartbeat"] += 1
+        request = heartbeat_request(run.versions, run.group_id, member.generation, member.member_id)
+        hb = await conn.call(request, HeartbeatResponse)
+        member.last_contact = time.perf_counter()
+        if hb.error_code != ErrorCode.NONE:
+            run.record_error("Heartbeat", hb.error_code)
+            if hb.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+                run.t_last_notice = member.last_contact
+                if run.t_first_notice is None:
+                    run.t_first_notice = member.last_contact
+            if hb.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
+                member.member_id = ""
+            return True
+    return False
+
+
+async def run_member(
+    run: GroupRun, member: Member, *, heartbeating: bool = False, first_delay_s: float | None = None
+) -> None:
+    """A consumer's classic-protocol loop: join, sync, heartbeat until the group is stable.
+
+    ``heartbeating``: the member is already in a stable generation, so it starts by
+    heartbeating (metric K) and rejoins only when told to.
+    """
     v = run.versions
     conn = member.conn
     while True:
-        request = join_request(v, run.group_id, member.member_id)
+        if heartbeating:
+            if not await heartbeat_until_done(run, member, first_delay_s):
+                return
+            first_delay_s = None
+        heartbeating = True
+        request = join_request(v, run.group_id, member.member_id, run.session_timeout_ms)
         future = conn.send(request)
         if run.t_first_join is None:
             run.t_first_join = time.perf_counter()
         run.requests["JoinGroup"] += 1
         join = conn.decode(await future, request, JoinGroupResponse)
-        if join.error_code == MEMBER_ID_REQUIRED:
+        if join.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             run.requests["MEMBER_ID_REQUIRED"] += 1
             member.member_id = join.member_id
+            heartbeating = False
             continue
-        if join.error_code != NONE:
+        if join.error_code != ErrorCode.NONE:
             run.record_error("JoinGroup", join.error_code)
-            if join.error_code == UNKNOWN_MEMBER_ID:
+            if join.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                 member.member_id = ""
-            elif join.error_code != REBALANCE_IN_PROGRESS:
+            elif join.error_code != ErrorCode.REBALANCE_IN_PROGRESS:
                 raise BenchError(f"JoinGroup failed with error {join.error_code}")
+            heartbeating = False
             continue
         member.member_id = join.member_id
         member.generation = generation = join.generation_id
         run.record_join_answer(generation)
         if join.leader == member.member_id:
             run.generation_sizes[generation] = len(join.members)
+            run.generation_members[generation] = [m.member_id for m in join.members]
+            run.leaders[generation] = member.member_id
             # Followers first: the mock drops a SyncGroup that reaches it after the leader's.
             await run.wait_for_followers(generation, len(join.members) - 1)
             if run.leader_delay_s:
                 await asyncio.sleep(run.leader_delay_s)
             assignments = range_assignment([m.member_id for m in join.members])
+            run.sent_assignments[generation] = assignments
             request = sync_request(v, run.group_id, generation, member.member_id, assignments)
             future = conn.send(request)
         else:
@@ -513,42 +609,91 @@ async def run_member(run: GroupRun, member: Member) -> None:
             run.follower_sync_sent(generation)
         run.requests["SyncGroup"] += 1
         sync = conn.decode(await future, request, SyncGroupResponse)
-        if sync.error_code != NONE:
+        if sync.error_code != ErrorCode.NONE:
             run.record_error("SyncGroup", sync.error_code)
-            if sync.error_code == UNKNOWN_MEMBER_ID:
+            if sync.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
                 member.member_id = ""
+            heartbeating = False
             continue  # rejoin, as a consumer would
+        member.assignment = bytes(sync.assignment)
+        member.assignment_generation = generation
+        member.last_contact = time.perf_counter()
         run.synced[generation] += 1
         run._check_stable(generation)
-        # In the group; heartbeat (as a consumer would) until the whole group is stable.
-        while not run.done.is_set():
-            try:
-                await asyncio.wait_for(run.done.wait(), run.heartbeat_interval_s)
-                break
-            except asyncio.TimeoutError:
-                pass
-            run.requests["Heartbeat"] += 1
-            request = heartbeat_request(v, run.group_id, generation, member.member_id)
-            hb = await conn.call(request, HeartbeatResponse)
-            if hb.error_code != NONE:
-                run.record_error("Heartbeat", hb.error_code)
-                if hb.error_code == UNKNOWN_MEMBER_ID:
-                    member.member_id = ""
-                break  # rejoin
-        if run.done.is_set():
-            return
+        # In the group: the loop heartbeats until the whole group is stable.
+
+
+def check_generation(run: GroupRun, members: list[Member]) -> dict[str, Any]:
+    """Is the stable generation sound? Every member in it, each with the leader's assignment for it.
+
+    Checks that every member reports the stable generation, got an assignment in it (the bytes
+    the leader sent for that member id, which decode as a consumer assignment), and that the
+    assignments cover every partition of the topic exactly once.
+    """
+    generation = run.stable_generation
+    sent = run.sent_assignments.get(generation, {}) if generation is not None else {}
+    owners: Counter[int] = Counter()
+    assigned = matching = undecodable = 0
+    for m in members:
+        if m.assignment is None or m.assignment_generation != generation:
+            continue
+        assigned += 1
+        matching += sent.get(m.member_id) == m.assignment
+        try:
+            decoded = ConsumerProtocolAssignment.decode(m.assignment, version=0)
+        except Exception:
+            undecodable += 1
+            continue
+        for tp in decoded.assigned_partitions:
+            if tp.topic == TOPIC:
+                owners.update(tp.partitions)
+    generations = Counter(m.generation for m in members)
+    ids = [m.member_id for m in members]
+    figures: dict[str, Any] = {
+        "member_generations": {str(g): n for g, n in sorted(generations.items())},
+        "members_with_assignment": assigned,
+        "assignments_as_sent_by_leader": matching,
+        "undecodable_assignments": undecodable,
+        "partitions_owned": len(owners),
+        "partitions_owned_twice": sum(1 for n in owners.values() if n > 1),
+        "distinct_member_ids": len(set(ids)),
+    }
+    figures["ok"] = (
+        generation is not None
+        and set(generations) == {generation}
+        and assigned == matching == len(members)
+        and undecodable == 0
+        and len(owners) == PARTITIONS
+        and figures["partitions_owned_twice"] == 0
+        and len(set(ids)) == len(members)
+        and sorted(run.generation_members.get(generation, [])) == sorted(ids)
+    )
+    return figures
 
 
 async def open_members(address: str, count: int, v: Versions, group_id: str) -> list[Member]:
-    """Connect and introduce every member (ApiVersions, FindCoordinator): not timed."""
+    """Connect and introduce every member (ApiVersions, FindCoordinator): not timed.
+
+    FindCoordinator is retried while the server is still loading the group's partition (a
+    Kafka broker answers COORDINATOR_NOT_AVAILABLE or COORDINATOR_LOAD_IN_PROGRESS then).
+    """
     conns = await connect_many(address, count, v.api_versions)
 
     async def find(conn: KafkaConnection) -> None:
-        found = await conn.call(
-            FindCoordinatorRequest(version=v.find_coordinator, key=group_id, key_type=0),
-            FindCoordinatorResponse,
-        )
-        if found.error_code != NONE or f"{found.host}:{found.port}" != address:
+        for _ in range(100):
+            request = FindCoordinatorRequest(
+                version=v.find_coordinator, key=group_id, key_type=0, coordinator_keys=[group_id]
+            )
+            found = await conn.call(request, FindCoordinatorResponse)
+            if v.find_coordinator >= 4:  # v4+ (KIP-699) answers with one entry per key
+                found = found.coordinators[0]
+            if found.error_code not in (
+                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            ):
+                break
+            await asyncio.sleep(0.2)
+        if found.error_code != ErrorCode.NONE or f"{found.host}:{found.port}" != address:
             raise BenchError(f"FindCoordinator: error {found.error_code}, {found.host}:{found.port}")
 
     await asyncio.gather(*(find(c) for c in conns))
@@ -631,8 +776,29 @@ def process_cpu(pid: int) -> float:
 class Server:
     kind: str
     address: str
-    process: subprocess.Popen[str]
+    process: Any  # subprocess.Popen: the server's own process (for Kafka: the broker's JVM)
     notes: list[str] = field(default_factory=list)
+    cluster: Any = None  # the KafkaCluster, for KAFKA
+    lines: list[str] = field(default_factory=list)  # its stdout so far (embedded, mock)
+
+    @property
+    def pid(self) -> int:
+        return int(self.process.pid)
+
+
+async def _settle_tasks(tasks: list[asyncio.Task[None]], timeout: float, what: str) -> str | None:
+    """Wait for the member tasks; cancel the rest. Returns why it failed, or None."""
+    failure = None
+    try:
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout)
+    except asyncio.TimeoutError:
+        failure = f"no stable generation of {what} within {timeout:g} s"
+    except Exception as exc:  # a member hit something unexpected
+        failure = f"{type(exc).__name__}: {exc}"
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return failure
 
 
 async def form_group(
@@ -642,6 +808,8 @@ async def form_group(
     args: argparse.Namespace,
     *,
     keep: bool = False,
+    session_timeout_ms: int = SESSION_TIMEOUT_MS,
+    heartbeat_interval_ms: int | None = None,
 ) -> tuple[dict[str, Any], list[Member], str]:
     """Form one fresh group of ``size`` members; return its figures (and members if ``keep``)."""
     group_id = f"bench-{size}-{uuid.uuid4().hex[:12]}"
@@ -650,24 +818,19 @@ async def form_group(
         group_id=group_id,
         size=size,
         versions=v,
-        heartbeat_interval_s=args.heartbeat_interval_ms / 1000,
+        heartbeat_interval_s=(heartbeat_interval_ms or args.heartbeat_interval_ms) / 1000,
         leader_wait_s=args.leader_wait_ms / 1000,
         leader_delay_s=args.leader_sync_delay_ms / 1000,
+        session_timeout_ms=session_timeout_ms,
     )
-    window = CpuWindow(server.process.pid)
+    window = CpuWindow(server.pid)
     tasks = [asyncio.create_task(run_member(run, m)) for m in members]
-    failure = None
-    try:
-        await asyncio.wait_for(asyncio.gather(*tasks), args.trial_timeout)
-    except asyncio.TimeoutError:
-        failure = f"no stable generation of {size} within {args.trial_timeout} s"
-    except Exception as exc:  # a member hit something unexpected
-        failure = f"{type(exc).__name__}: {exc}"
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    failure = await _settle_tasks(tasks, args.trial_timeout, str(size))
     ok = failure is None and run.t_stable is not None and run.t_first_join is not None
     cpu = window.stop().figures()
+    check = check_generation(run, members) if ok else {"ok": False}
+    if ok and not check["ok"]:
+        ok, failure = False, f"the stable generation failed its check: {check}"
     figures: dict[str, Any] = {
         "group_id": group_id,
         "members": size,
@@ -677,10 +840,12 @@ async def form_group(
         "join_phase_ms": None,
         "sync_phase_ms": None,
         "generation": run.stable_generation,
+        "leader": run.leaders.get(run.stable_generation) if run.stable_generation is not None else None,
         "generation_sizes": {str(g): n for g, n in sorted(run.generation_sizes.items())},
         "requests": dict(run.requests),
         "errors": dict(run.errors),
         "leader_wait_timeouts": run.leader_wait_timeouts,
+        "check": check,
         **cpu,
     }
     if ok:
@@ -696,6 +861,179 @@ async def form_group(
         figures["leave"] = {str(k): n for k, n in (await leave_and_close(members, v, group_id)).items()}
         members = []
     return figures, members, group_id
+
+
+# --- metric K: a member is killed ---------------------------------------------------------------
+
+
+async def kill_trial(
+    server: Server, size: int, v: Versions, args: argparse.Namespace, rng: random.Random
+) -> dict[str, Any]:
+    """A stable group of ``size``; one follower stops heartbeating; time until the rest re-form.
+
+    The group forms (untimed) with ``--kill-session-timeout-ms`` sessions, its members
+    heartbeating every ``--kill-heartbeat-interval-ms`` as soon as they have synced, and they go
+    on heartbeating without a gap once it is stable (each next heartbeat at a random point no
+    later than an interval after its last answer, which spreads their phases). After at least
+    two intervals the victim (a follower) stops right after a heartbeat answer, keeping its
+    connection open and silent, as a hung process would. The clock starts at that answer (the
+    server received the heartbeat just before) and stops at the last SyncGroup answer of a new
+    generation that holds the ``size - 1`` others.
+    """
+    session_ms = args.kill_session_timeout_ms
+    interval_s = args.kill_heartbeat_interval_ms / 1000
+    group_id = f"bench-kill-{size}-{uuid.uuid4().hex[:12]}"
+    figures: dict[str, Any] = {
+        "group_id": group_id,
+        "members": size,
+        "session_timeout_ms": session_ms,
+        "heartbeat_interval_ms": args.kill_heartbeat_interval_ms,
+        "ok": False,
+        "failure": None,
+        "ms": None,
+        "ms_minus_session": None,
+    }
+    members = await open_members(server.address, size, v, group_id)
+
+    def group_run(group_size: int, min_generation: int) -> GroupRun:
+        return GroupRun(
+            group_id=group_id,
+            size=group_size,
+            versions=v,
+            heartbeat_interval_s=interval_s,
+            leader_wait_s=args.leader_wait_ms / 1000,
+            leader_delay_s=args.leader_sync_delay_ms / 1000,
+            session_timeout_ms=session_ms,
+            min_generation=min_generation,
+        )
+
+    forming = group_run(size, 0)
+    after: GroupRun | None = None  # the run after the kill, once the group is stable
+    stable = asyncio.Event()
+    killed: dict[str, float] = {}
+    victim_box: list[Member] = []
+
+    def next_heartbeat_in(member: Member) -> float:
+        """A random delay that keeps the gap since the member's last answer within one interval."""
+        return rng.uniform(0, max(0.0, member.last_contact + interval_s - time.perf_counter()))
+
+    async def member_life(member: Member) -> None:
+        await run_member(forming, member)
+        await stable.wait()
+        assert after is not None
+        if member is victim_box[0]:
+            await victim_heartbeats(member)
+        else:
+            await run_member(after, member, heartbeating=True, first_delay_s=next_heartbeat_in(member))
+
+    async def victim_heartbeats(victim: Member) -> None:
+        await asyncio.sleep(next_heartbeat_in(victim))
+        stop_after = time.perf_counter() + 2 * interval_s
+        while True:
+            request = heartbeat_request(v, group_id, victim.generation, victim.member_id)
+            sent = time.perf_counter()
+            hb = await victim.conn.call(request, HeartbeatResponse)
+            answered = time.perf_counter()
+            if hb.error_code != ErrorCode.NONE:
+                killed["unstable"] = True
+                raise BenchError(f"the victim's heartbeat before the kill got error {hb.error_code}")
+            if answered >= stop_after:
+                killed["t"] = answered  # from here on it says nothing
+                killed["sent"] = sent
+                return
+            await asyncio.sleep(interval_s)
+
+    tasks = [asyncio.create_task(member_life(m)) for m in members]
+    failure = None
+    window: CpuWindow | None = None
+    try:
+        await asyncio.wait_for(forming.done.wait(), args.trial_timeout)
+        # Stable: pick the victim and let everyone go on in the run after the kill, at once
+        # (the tasks are still in forming's last heartbeat wait, which `stable` releases).
+        old_generation = forming.stable_generation
+        assert old_generation is not None
+        leader_id = forming.leaders[old_generation]
+        victim_box.append(next(m for m in reversed(members) if m.member_id != leader_id))
+        after = group_run(size - 1, old_generation)
+        window = CpuWindow(server.pid)
+        stable.set()
+    except asyncio.TimeoutError:
+        failure = f"the group of {size} did not form within {args.trial_timeout:g} s"
+    if failure is None:
+        failure = await _settle_tasks(tasks, args.trial_timeout, f"{size - 1} after a kill")
+    else:
+        await _settle_tasks(tasks, 0.001, "")
+    figures["formation"] = {
+        "ok": forming.stable_generation is not None,
+        "generation": forming.stable_generation,
+        "errors": dict(forming.errors),
+        "requests": dict(forming.requests),
+    }
+    if after is None or window is None:
+        figures["failure"] = failure
+        figures["leave"] = {str(k): n for k, n in (await leave_and_close(members, v, group_id)).items()}
+        return figures
+    cpu = window.stop().figures()
+    victim = victim_box[0]
+    survivors = [m for m in members if m is not victim]
+    old_generation = forming.stable_generation
+    t_kill = killed.get("t")
+    generation = after.stable_generation
+    check = (
+        check_generation(after, survivors) if failure is None and generation is not None else {"ok": False}
+    )
+    figures.update(
+        {
+            "old_generation": old_generation,
+            "generation": generation,
+            "victim_in_new_generation": victim.member_id
+            in after.generation_members.get(generation or -1, []),
+            "generation_sizes": {str(g): n for g, n in sorted(after.generation_sizes.items())},
+            "requests": dict(after.requests),
+            "errors": dict(after.errors),
+            "leader_wait_timeouts": after.leader_wait_timeouts,
+            "check": check,
+            **cpu,
+        }
+    )
+    if failure is None and (t_kill is None or after.t_stable is None):
+        failure = "no kill or no stable generation recorded"
+    if failure is None and after.t_first_notice is not None and after.t_first_notice < t_kill:  # type: ignore[operator]
+        failure = "a rebalance began before the kill (a session expired under load?)"
+        killed["unstable"] = True
+    # The precondition failed (the group was rebalancing before the kill: a member's session ran
+    # out because a heartbeat came late), so the attempt measured nothing; the caller retries.
+    figures["not_stable_before_kill"] = bool(killed.get("unstable"))
+    if failure is None and not check["ok"]:
+        failure = f"the new generation failed its check: {check}"
+    if failure is None and figures["victim_in_new_generation"]:
+        failure = "the killed member is still in the new generation"
+    if failure is None:
+        assert t_kill is not None
+        assert after.t_stable is not None
+        assert generation is not None
+        figures["ok"] = True
+        figures["ms"] = (after.t_stable - t_kill) * 1000
+        figures["ms_minus_session"] = figures["ms"] - session_ms
+        figures["notice_ms"] = (after.t_first_notice - t_kill) * 1000 if after.t_first_notice else None
+        # From the moment the victim's last heartbeat was sent, which the server read later: no
+        # correct server can tell anyone of the expiry sooner than a session after it.
+        figures["notice_since_last_heartbeat_sent_ms"] = (
+            (after.t_first_notice - killed["sent"]) * 1000 if after.t_first_notice else None
+        )
+        # Once the last survivor has heard of the rebalance, what is left is the servers' work
+        # (and the load generator's): rejoins, the join answers, the SyncGroup round.
+        figures["last_notice_ms"] = (after.t_last_notice - t_kill) * 1000 if after.t_last_notice else None
+        figures["after_last_notice_ms"] = (
+            (after.t_stable - after.t_last_notice) * 1000 if after.t_last_notice else None
+        )
+        _, last_join = after.join_answered[generation]
+        figures["sync_phase_ms"] = (after.t_stable - last_join) * 1000
+        figures["generations"] = generation - old_generation  # type: ignore[operator]
+    figures["failure"] = failure
+    figures["leave"] = {str(k): n for k, n in (await leave_and_close(survivors, v, group_id)).items()}
+    victim.conn.close()
+    return figures
 
 
 # --- metric B: heartbeats -----------------------------------------------------------------------
@@ -732,7 +1070,7 @@ class HeartbeatConnection(KafkaConnection):
             self.close()
             return
         if state["running"]:
-            if response.error_code == NONE:
+            if response.error_code == ErrorCode.NONE:
                 state["ok"] += 1
             else:
                 state["errors"][response.error_code] += 1
@@ -831,7 +1169,7 @@ async def heartbeat_run(
         for _, pipe in workers:
             pipe.send(start_at)
         await asyncio.sleep(max(0.0, start_at - time.time()))
-        window = CpuWindow(server.process.pid)
+        window = CpuWindow(server.pid)
         await asyncio.sleep(seconds)
         window.stop()
         reports = [await _recv(pipe, 30) for _, pipe in workers]
@@ -881,8 +1219,8 @@ import asyncio, signal
 from coordinator_api.server import CoordinatorConfig, CoordinatorServer
 async def main():
     server = CoordinatorServer(host="127.0.0.1", port=0, topics={"bench": %d},
-        config=CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=1000,
-                                 heartbeat_hold_ms=0))
+        config=CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=%d,
+                                 max_session_timeout_ms=%d, heartbeat_hold_ms=0))
     await server.start()
     print(f"coordinator listening on {server.bootstrap_servers}", flush=True)
     stop = asyncio.Event()
@@ -900,6 +1238,7 @@ def _start(kind: str, argv: list[str], log_path: Path, notes: list[str], stdin: 
         argv, stdin=stdin, stdout=subprocess.PIPE, stderr=log, text=True, env=_child_env(), cwd=REPO
     )
     found: list[str] = []
+    lines: list[str] = []
 
     def read_stdout() -> None:
         assert process.stdout is not None
@@ -908,7 +1247,9 @@ def _start(kind: str, argv: list[str], log_path: Path, notes: list[str], stdin: 
                 match = re.search(r"listening on (\S+:\d+)", line)
                 if match:
                     found.append(match.group(1))
+            lines.append(line)
             log.write(line)
+            log.flush()
 
     threading.Thread(target=read_stdout, daemon=True).start()
     deadline = time.monotonic() + 30
@@ -917,10 +1258,10 @@ def _start(kind: str, argv: list[str], log_path: Path, notes: list[str], stdin: 
             process.kill()
             raise BenchError(f"{kind} server did not start; see {log_path}")
         time.sleep(0.02)
-    return Server(kind=kind, address=found[0], process=process, notes=notes)
+    return Server(kind=kind, address=found[0], process=process, notes=notes, lines=lines)
 
 
-def start_embedded(results_dir: Path, log_level: str | None) -> Server:
+def start_embedded(results_dir: Path, log_level: str | None, profile: Path | None = None) -> Server:
     cli = [sys.executable, "-m", "coordinator_api"]
     has_cli = (
         subprocess.run(
@@ -944,16 +1285,24 @@ def start_embedded(results_dir: Path, log_level: str | None) -> Server:
             "--initial-rebalance-delay-ms",
             "0",
             "--min-session-timeout-ms",
-            "1000",
+            str(MIN_SESSION_TIMEOUT_MS),
+            "--max-session-timeout-ms",
+            str(MAX_SESSION_TIMEOUT_MS),
             # Heartbeats answered at once, as by the mock and by Kafka: B measures request handling.
             "--heartbeat-hold-ms",
             "0",
             "--topic",
             f"{TOPIC}:{PARTITIONS}",
         ]
+        if profile is not None:  # cProfile writes it when the server exits (SIGTERM: a clean exit)
+            argv[1:1] = ["-m", "cProfile", "-o", str(profile)]
         notes = ["started with: python " + " ".join(argv[1:])]
     else:
-        argv = [sys.executable, "-c", _EMBEDDED_INLINE % PARTITIONS]
+        argv = [
+            sys.executable,
+            "-c",
+            _EMBEDDED_INLINE % (PARTITIONS, MIN_SESSION_TIMEOUT_MS, MAX_SESSION_TIMEOUT_MS),
+        ]
         notes = ["`coordinator_api serve` unavailable: started CoordinatorServer inline"]
     return _start(EMBEDDED, argv, results_dir / "embedded-server.log", notes)
 
@@ -969,7 +1318,76 @@ def start_mock(results_dir: Path, initial_delay_ms: int | None) -> Server:
     return _start(MOCK, argv, results_dir / "mock-server.log", notes, stdin=subprocess.PIPE)
 
 
-def stop(server: Server) -> None:
+async def set_mock_initial_delay(server: Server, delay_ms: int) -> None:
+    """Change the running mock's ``group.initial.rebalance.delay.ms`` (for groups formed later).
+
+    Metric K needs it: the mock checks sessions once a second and, unlike Kafka, also expires
+    members whose JoinGroup it holds, so with 1 s sessions nobody survives its 3 s initial delay.
+    """
+    assert server.process.stdin is not None
+    confirmation = f"mock initial delay {delay_ms} ms"
+    seen = len(server.lines)
+    server.process.stdin.write(f"initial-delay-ms {delay_ms}\n")
+    server.process.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not any(line.strip() == confirmation for line in server.lines[seen:]):
+        if time.monotonic() > deadline or server.process.poll() is not None:
+            raise BenchError(f"the mock did not confirm its initial delay of {delay_ms} ms")
+        await asyncio.sleep(0.01)
+
+
+def kafka_broker_config() -> dict[str, str]:
+    """The group settings that make the broker equivalent to the embedded coordinator's flags."""
+    return {
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": str(MIN_SESSION_TIMEOUT_MS),
+        "group.max.session.timeout.ms": str(MAX_SESSION_TIMEOUT_MS),
+    }
+
+
+def start_kafka(results_dir: Path, heap_mb: int, c1_only: bool) -> Server:
+    """One KRaft broker+controller of Apache Kafka 4 with the topic, ready for group requests."""
+    from coordinator_api.testing import TEST_JVM_OPTIONS, KafkaCluster
+
+    # The tests' brokers run C1 only (-XX:TieredStopAtLevel=1) for a quick start; a benchmark
+    # measures the broker as it runs in production, with the C2 compiler too (unless
+    # --kafka-c1-only).
+    jvm = [o for o in TEST_JVM_OPTIONS if c1_only or o != "-XX:TieredStopAtLevel=1"]
+    cluster = KafkaCluster(brokers=1, heap_mb=heap_mb, jvm_options=jvm, broker_config=kafka_broker_config())
+    cluster.start()
+    try:
+        cluster.create_topic(TOPIC, PARTITIONS, replication_factor=1)
+        broker = cluster.broker(1)
+        notes = [
+            f"Apache Kafka {_kafka_version()}: KafkaCluster(brokers=1, heap_mb={heap_mb}), one KRaft "
+            "broker+controller JVM; broker config "
+            + ", ".join(f"{k}={v}" for k, v in kafka_broker_config().items())
+            + "; JVM flags "
+            + " ".join([f"-Xmx{heap_mb}m", *cluster.jvm_options])
+        ]
+        return Server(
+            kind=KAFKA, address=broker.address, process=broker.process, notes=notes, cluster=cluster
+        )
+    except BaseException:
+        cluster.close()
+        raise
+
+
+def _kafka_version() -> str:
+    from coordinator_api.testing import KAFKA_VERSION
+
+    return str(KAFKA_VERSION)
+
+
+def stop(server: Server, results_dir: Path | None = None) -> None:
+    if server.kind == KAFKA:
+        broker = server.cluster.broker(1)
+        if results_dir is not None:  # the cluster's directory goes with it: keep the log
+            log = broker.directory / "logs" / "server.log"
+            if log.exists():
+                shutil.copyfile(log, results_dir / "kafka-server.log")
+        server.cluster.close()
+        return
     process = server.process
     if process.poll() is None:
         if server.kind == MOCK:
@@ -990,16 +1408,22 @@ def serve_mock(initial_delay_ms: int | None) -> int:
 
     with LibrdkafkaMockCluster(brokers=1) as cluster:
         cluster.create_topic(TOPIC, PARTITIONS)
+        # Not wrapped by LibrdkafkaMockCluster: call rd_kafka_mock_group_initial_rebalance_delay_ms
+        # (which takes the mock cluster's lock) on the same, already loaded, library.
+        lib = ctypes.CDLL(str(cluster._lib.path))  # type: ignore[union-attr]
+        fn = lib.rd_kafka_mock_group_initial_rebalance_delay_ms
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        fn.restype = None
         if initial_delay_ms is not None:
-            # Not wrapped by LibrdkafkaMockCluster: call rd_kafka_mock_group_initial_rebalance_delay_ms
-            # on the same (already loaded) library.
-            lib = ctypes.CDLL(str(cluster._lib.path))  # type: ignore[union-attr]
-            fn = lib.rd_kafka_mock_group_initial_rebalance_delay_ms
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_int32]
-            fn.restype = None
             fn(cluster._mcluster, initial_delay_ms)
         print(f"mock listening on {cluster.bootstrap_servers}", flush=True)
-        sys.stdin.read()
+        # Commands, one per line, until stdin closes: "initial-delay-ms N" (metric K forms its
+        # groups with a delay shorter than their 1 s sessions; see set_mock_initial_delay).
+        for line in sys.stdin:
+            words = line.split()
+            if len(words) == 2 and words[0] == "initial-delay-ms":
+                fn(cluster._mcluster, int(words[1]))
+                print(f"mock initial delay {int(words[1])} ms", flush=True)
     return 0
 
 
@@ -1032,6 +1456,86 @@ def background_load(seconds: float = 1.0) -> float:
     return window.stop().figures()["background_cpu_cores"] or 0.0
 
 
+def start_servers(args: argparse.Namespace, results_dir: Path, servers: dict[str, Server]) -> None:
+    """Start the chosen servers into ``servers`` (filled as they come up, for the cleanup)."""
+    for kind in args.servers:
+        t0 = time.perf_counter()
+        if kind == EMBEDDED:
+            servers[kind] = start_embedded(results_dir, args.embedded_log_level, args.embedded_profile)
+        elif kind == MOCK:
+            servers[kind] = start_mock(results_dir, args.mock_initial_rebalance_delay_ms)
+        else:
+            servers[kind] = start_kafka(results_dir, args.kafka_heap_mb, args.kafka_c1_only)
+        print(
+            f"{SERVER_LABELS[kind]} on {servers[kind].address} (pid {servers[kind].pid}, "
+            f"up in {time.perf_counter() - t0:.1f} s): {'; '.join(servers[kind].notes)}",
+            flush=True,
+        )
+
+
+async def warm_up(servers: dict[str, Server], v: Versions, args: argparse.Namespace) -> dict[str, Any]:
+    """Untimed: one group per server forms and heartbeats, so the JVM has compiled its hot paths.
+
+    A broker runs for days; measuring its first requests would measure its JIT compiler. The
+    same warm-up runs on every server.
+    """
+    out: dict[str, Any] = {}
+    if args.warmup_members < 1:
+        return out
+    for kind, server in servers.items():
+        figures, members, group_id = await form_group(server, args.warmup_members, v, args, keep=True)
+        entry: dict[str, Any] = {"join_ms": figures["ms"], "failure": figures["failure"]}
+        try:
+            if figures["ok"] and args.warmup_heartbeat_seconds > 0:
+                row = await heartbeat_run(server, v, group_id, members, 1, args.warmup_heartbeat_seconds)
+                entry["heartbeats_per_second"] = row["per_second"]
+        finally:
+            await leave_and_close(members, v, group_id)
+        out[kind] = entry
+        print(f"  warm-up {SERVER_LABELS[kind]:<21} {entry}", flush=True)
+    return out
+
+
+async def idle_cpu(servers: dict[str, Server], seconds: float) -> dict[str, float]:
+    """Each server's CPU (cores) with no client requests: its own background work."""
+    if seconds <= 0:
+        return {}
+    before = {kind: process_cpu(s.pid) for kind, s in servers.items()}
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    elapsed = time.perf_counter() - t0
+    return {kind: (process_cpu(s.pid) - before[kind]) / elapsed for kind, s in servers.items()}
+
+
+def _print_sample(metric: str, size: int, kind: str, figures: dict[str, Any]) -> None:
+    if not figures["ok"]:
+        shown = f"FAILED ({figures['failure']})"
+    elif metric == "kill":
+        shown = (
+            f"{figures['ms']:9.1f} ms (minus session {figures['ms_minus_session']:.1f}, first notice "
+            f"{figures['notice_ms'] or 0:.1f}, last notice {figures['last_notice_ms'] or 0:.1f}, "
+            f"sync phase {figures['sync_phase_ms']:.1f})"
+        )
+    else:
+        shown = (
+            f"{figures['ms']:9.1f} ms (join phase {figures['join_phase_ms']:.1f}, "
+            f"sync phase {figures['sync_phase_ms']:.1f})"
+        )
+    print(
+        f"  {metric} {size:>4} members  {SERVER_LABELS[kind]:<21} {shown}"
+        f"  generation {figures.get('generation')}"
+        f"  cpu: server {figures.get('server_cpu_s', float('nan')):.2f} s, load-gen "
+        f"{figures.get('loadgen_cpu_s', float('nan')):.2f} s, "
+        f"other {_cores(figures.get('background_cpu_cores'))}"
+        f"  errors {figures.get('errors') or '-'}",
+        flush=True,
+    )
+
+
+def _ok(runs: list[dict[str, Any]], key: str) -> list[float]:
+    return [s[key] for s in runs if s["ok"] and s.get(key) is not None]
+
+
 async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     idle_check = background_load()
@@ -1041,72 +1545,63 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
             "figures will be lower and noisier than on an idle machine",
             flush=True,
         )
-    servers = {EMBEDDED: start_embedded(results_dir, args.embedded_log_level)}
+    servers: dict[str, Server] = {}
+    rng = random.Random(args.seed)
     try:
-        servers[MOCK] = start_mock(results_dir, args.mock_initial_rebalance_delay_ms)
+        start_servers(args, results_dir, servers)
         offered = {kind: await api_versions(s.address) for kind, s in servers.items()}
-        announced = common_versions(offered[EMBEDDED], offered[MOCK])
+        announced = common_versions(offered)
         chosen, findings = await working_versions({k: s.address for k, s in servers.items()}, announced)
         v = Versions.from_keys(chosen)
         print(
-            "protocol versions announced by both: "
+            "protocol versions announced by all: "
             + ", ".join(f"{API_NAMES[k]} v{announced[k][1]}" for k in API_NAMES)
-            + f", ApiVersions v{announced[API_VERSIONS_KEY][1]}",
+            + f", ApiVersions v{announced[ApiKey.API_VERSIONS][1]}",
             flush=True,
         )
         for finding in findings:
             print(f"  ! {finding}", flush=True)
         print(
-            "protocol versions used against both: "
+            "protocol versions used against all: "
             + ", ".join(f"{API_NAMES[k]} v{chosen[k]}" for k in API_NAMES)
-            + f", ApiVersions v{chosen[API_VERSIONS_KEY]}",
+            + f", ApiVersions v{chosen[ApiKey.API_VERSIONS]}",
             flush=True,
         )
         report: dict[str, Any] = {
+            "servers": {kind: {"address": s.address, "notes": s.notes} for kind, s in servers.items()},
             "versions_offered": {
                 k: {str(key): list(r) for key, r in sorted(o.items()) if key in (18, *API_NAMES)}
                 for k, o in offered.items()
             },
-            "versions_announced_by_both": {
+            "versions_announced_by_all": {
                 API_NAMES.get(k, "ApiVersions"): high for k, (_, high) in announced.items()
             },
             "versions_used": {API_NAMES.get(k, "ApiVersions"): n for k, n in chosen.items()},
             "version_findings": findings,
             "background_cpu_cores_before_start": idle_check,
             "join": [],
+            "kill": [],
             "heartbeat": [],
         }
+        report["warmup"] = await warm_up(servers, v, args)
 
-        # Metric A: sizes x repeats, the two servers alternating.
+        # Metric A: sizes x repeats, the servers alternating.
         for size in args.members:
-            samples: dict[str, list[dict[str, Any]]] = {EMBEDDED: [], MOCK: []}
+            samples: dict[str, list[dict[str, Any]]] = {kind: [] for kind in servers}
             for _ in range(args.repeats):
                 for kind, server in servers.items():
                     figures, _, _ = await form_group(server, size, v, args)
                     samples[kind].append(figures)
-                    if figures["ok"]:
-                        shown = (
-                            f"{figures['ms']:9.1f} ms (join phase {figures['join_phase_ms']:.1f}, "
-                            f"sync phase {figures['sync_phase_ms']:.1f})"
-                        )
-                    else:
-                        shown = f"FAILED ({figures['failure']})"
-                    print(
-                        f"  join {size:>4} members  {SERVER_LABELS[kind]:<21} {shown}"
-                        f"  generation {figures['generation']}"
-                        f"  cpu: server {figures['server_cpu_s']:.2f} s, load-gen "
-                        f"{figures['loadgen_cpu_s']:.2f} s, other {_cores(figures['background_cpu_cores'])}"
-                        f"  errors {figures['errors'] or '-'}",
-                        flush=True,
-                    )
+                    _print_sample("join", size, kind, figures)
             report["join"].append(
                 {
                     "members": size,
                     **{
                         kind: {
-                            "median_ms": median([s["ms"] for s in runs if s["ok"]]),
-                            "median_join_phase_ms": median([s["join_phase_ms"] for s in runs if s["ok"]]),
-                            "median_sync_phase_ms": median([s["sync_phase_ms"] for s in runs if s["ok"]]),
+                            "median_ms": median(_ok(runs, "ms")),
+                            "median_join_phase_ms": median(_ok(runs, "join_phase_ms")),
+                            "median_sync_phase_ms": median(_ok(runs, "sync_phase_ms")),
+                            "median_generations": median(_ok(runs, "generation")),
                             "failures": sum(not s["ok"] for s in runs),
                             "samples": runs,
                         }
@@ -1114,6 +1609,51 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                     },
                 }
             )
+
+        # Metric K: a member of a stable group stops heartbeating.
+        if MOCK in servers and args.kill_members:
+            await set_mock_initial_delay(servers[MOCK], args.mock_kill_initial_delay_ms)
+        for size in args.kill_members:
+            samples = {kind: [] for kind in servers}
+            discarded: dict[str, list[dict[str, Any]]] = {kind: [] for kind in servers}
+            for _ in range(args.kill_repeats):
+                for kind, server in servers.items():
+                    for attempt in range(1 + args.kill_retries):
+                        figures = await kill_trial(server, size, v, args, rng)
+                        _print_sample("kill", size, kind, figures)
+                        if not figures["not_stable_before_kill"] or attempt == args.kill_retries:
+                            break
+                        discarded[kind].append(figures)
+                        print("    (not stable before the kill: attempt discarded, trying again)", flush=True)
+                    samples[kind].append(figures)
+            report["kill"].append(
+                {
+                    "members": size,
+                    "session_timeout_ms": args.kill_session_timeout_ms,
+                    "heartbeat_interval_ms": args.kill_heartbeat_interval_ms,
+                    "mock_initial_delay_ms": args.mock_kill_initial_delay_ms,
+                    **{
+                        kind: {
+                            "median_ms": median(_ok(runs, "ms")),
+                            "median_ms_minus_session": median(_ok(runs, "ms_minus_session")),
+                            "median_notice_ms": median(_ok(runs, "notice_ms")),
+                            "median_last_notice_ms": median(_ok(runs, "last_notice_ms")),
+                            "median_after_last_notice_ms": median(_ok(runs, "after_last_notice_ms")),
+                            "median_sync_phase_ms": median(_ok(runs, "sync_phase_ms")),
+                            "median_generations": median(_ok(runs, "generations")),
+                            "failures": sum(not s["ok"] for s in runs),
+                            "retried": len(discarded[kind]),
+                            "samples": runs,
+                            "discarded_attempts": discarded[kind],
+                        }
+                        for kind, runs in samples.items()
+                    },
+                }
+            )
+
+        if MOCK in servers and args.kill_members:
+            default_delay = args.mock_initial_rebalance_delay_ms
+            await set_mock_initial_delay(servers[MOCK], 3000 if default_delay is None else default_delay)
 
         # Metric B: one stable group per server; runs alternate between the servers.
         if args.heartbeat_members > 0 and args.heartbeat_seconds > 0:
@@ -1124,7 +1664,9 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
             }
             try:
                 for kind, server in servers.items():
-                    figures, members, group_id = await form_group(server, size, v, args, keep=True)
+                    figures, members, group_id = await form_group(
+                        server, size, v, args, keep=True, session_timeout_ms=HEARTBEAT_GROUP_SESSION_MS
+                    )
                     if not figures["ok"]:
                         raise BenchError(f"{kind}: no stable heartbeat group: {figures['failure']}")
                     groups[kind] = (members, group_id)
@@ -1173,18 +1715,41 @@ async def run_benchmark(args: argparse.Namespace, results_dir: Path) -> dict[str
                         },
                     }
                 )
-        report["servers"] = {kind: {"address": s.address, "notes": s.notes} for kind, s in servers.items()}
+
+        # Last, once the JIT compiler has settled: what each server spends with no requests.
+        idle = await idle_cpu(servers, args.idle_seconds)
+        report["idle_server_cpu_cores"] = idle
+        if idle:
+            print(
+                "  server CPU while idle: "
+                + ", ".join(f"{SERVER_LABELS[k]} {c:.3f} cores" for k, c in idle.items()),
+                flush=True,
+            )
+            for row in report["heartbeat"]:
+                for kind, cores in idle.items():
+                    row[kind]["median_server_cpu_us_per_heartbeat_minus_idle"] = median(
+                        [
+                            (r["server_cpu_cores"] - cores) / r["per_second"] * 1e6
+                            for r in row[kind]["samples"]
+                            if r["per_second"]
+                        ]
+                    )
     finally:
         for server in servers.values():
-            stop(server)
+            try:
+                stop(server, results_dir)
+            except Exception as exc:  # stop the others anyway
+                print(f"stopping {server.kind} failed: {exc}", flush=True)
     report["wall_seconds"] = time.perf_counter() - started
     return report
 
 
-def ratio_text(ours: float | None, mock: float | None, lower_is_better: bool) -> str:
-    if not ours or not mock:
+def ratio_text(ours: float | None, peer: float | None, lower_is_better: bool) -> str:
+    if not ours or not peer:
         return "n/a"
-    r = ours / mock
+    r = ours / peer
+    if r == 1:
+        return "1x (same)"
     if lower_is_better:
         verdict = "ours better" if r < 1 else "ours worse"
         return f"{r:.3g}x (lower is better: {verdict})"
@@ -1195,64 +1760,223 @@ def ratio_text(ours: float | None, mock: float | None, lower_is_better: bool) ->
 def _ms_cell(figures: dict[str, Any], key: str) -> str:
     value = figures[key]
     text = f"{value:,.1f} ms" if value is not None else "failed"
-    return text + (f" ({figures['failures']} failed)" if figures["failures"] else "")
+    notes = []
+    if figures["failures"]:
+        notes.append(f"{figures['failures']} failed")
+    if figures.get("retried"):
+        notes.append(f"{figures['retried']} retried")
+    return text + (f" ({', '.join(notes)})" if notes else "")
 
 
-def table(report: dict[str, Any]) -> str:
-    """The results as a Markdown table."""
-    rows = [("metric", "size", "embedded coordinator", "librdkafka mock", "ratio ours / mock")]
+def _kinds(report: dict[str, Any]) -> list[str]:
+    return [k for k in SERVER_KINDS if k in report["servers"]]
+
+
+def table_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row of the table: metric, size, each server's cell and value, and the direction."""
+    kinds = _kinds(report)
+    rows: list[dict[str, Any]] = []
+
+    def add(
+        metric: str, members: int | None, cells: dict[str, str], values: dict[str, Any], lower: bool
+    ) -> None:
+        rows.append({"metric": metric, "members": members, "cells": cells, "values": values, "lower": lower})
+
     for key, label in (
         ("median_ms", "time to stable generation (median)"),
         ("median_sync_phase_ms", "… of which after the join phase closed (median)"),
     ):
         for row in report["join"]:
-            ours, mock = row[EMBEDDED], row[MOCK]
-            rows.append(
-                (
-                    label,
-                    f"{row['members']} members",
-                    _ms_cell(ours, key),
-                    _ms_cell(mock, key),
-                    ratio_text(ours[key], mock[key], lower_is_better=True),
-                )
+            add(
+                label,
+                row["members"],
+                {k: _ms_cell(row[k], key) for k in kinds},
+                {k: row[k][key] for k in kinds},
+                True,
+            )
+    for row in report["join"]:
+        gens = {k: row[k]["median_generations"] for k in kinds}
+        add(
+            "generations until stable (median)",
+            row["members"],
+            {k: "n/a" if g is None else f"{g:g}" for k, g in gens.items()},
+            gens,
+            True,
+        )
+    for key, label in (
+        ("median_ms", "rebalance after a member is killed (median)"),
+        ("median_ms_minus_session", "… minus the session timeout (median)"),
+        ("median_after_last_notice_ms", "… of which after the last survivor heard of it (median)"),
+    ):
+        for row in report["kill"]:
+            add(
+                label,
+                row["members"],
+                {k: _ms_cell(row[k], key) for k in kinds},
+                {k: row[k][key] for k in kinds},
+                True,
             )
     for row in report["heartbeat"]:
-        ours, mock = row[EMBEDDED], row[MOCK]
         procs = row["loadgen_processes"]
-        rows.append(
-            (
-                f"heartbeats/s, {procs} load-gen process{'es' if procs > 1 else ''} (best; median)",
-                f"{row['members']} members",
-                f"{ours['best_per_second']:,.0f}/s; {ours['median_per_second']:,.0f}/s",
-                f"{mock['best_per_second']:,.0f}/s; {mock['median_per_second']:,.0f}/s",
-                ratio_text(ours["best_per_second"], mock["best_per_second"], lower_is_better=False),
-            )
+        add(
+            f"heartbeats/s, {procs} load-gen process{'es' if procs > 1 else ''} (best; median)",
+            row["members"],
+            {k: f"{row[k]['best_per_second']:,.0f}/s; {row[k]['median_per_second']:,.0f}/s" for k in kinds},
+            {k: row[k]["best_per_second"] for k in kinds},
+            False,
         )
     for row in report["heartbeat"]:
-        ours, mock = row[EMBEDDED], row[MOCK]
         procs = row["loadgen_processes"]
         key = "median_server_cpu_us_per_heartbeat"
+        add(
+            f"server CPU per heartbeat, {procs} load-gen process{'es' if procs > 1 else ''} (median)",
+            row["members"],
+            {k: f"{row[k][key]:.1f} µs" if row[k][key] is not None else "n/a" for k in kinds},
+            {k: row[k][key] for k in kinds},
+            True,
+        )
+    for row in report["heartbeat"]:
+        procs = row["loadgen_processes"]
+        key = "median_server_cpu_us_per_heartbeat_minus_idle"
+        if all(key in row[k] for k in kinds):
+            add(
+                f"… minus idle server CPU, {procs} load-gen process{'es' if procs > 1 else ''} (median)",
+                row["members"],
+                {k: f"{row[k][key]:.1f} µs" if row[k][key] is not None else "n/a" for k in kinds},
+                {k: row[k][key] for k in kinds},
+                True,
+            )
+    idle = report.get("idle_server_cpu_cores") or {}
+    if idle:
+        add(
+            "server CPU while idle",
+            None,
+            {k: f"{idle[k]:.3f} cores" for k in kinds},
+            {k: idle[k] for k in kinds},
+            True,
+        )
+    return rows
+
+
+def table(report: dict[str, Any]) -> str:
+    """The results as a Markdown table, with ours / peer ratios."""
+    kinds = _kinds(report)
+    peers = [k for k in kinds if k != EMBEDDED]
+    header = (
+        "metric",
+        "size",
+        *(SERVER_LABELS[k] for k in kinds),
+        *(f"ratio ours / {SHORT_LABELS[p]}" for p in peers),
+    )
+    rows: list[tuple[str, ...]] = [header]
+    for r in table_rows(report):
+        ours = r["values"].get(EMBEDDED)
         rows.append(
             (
-                f"server CPU per heartbeat, {procs} load-gen process{'es' if procs > 1 else ''} (median)",
-                f"{row['members']} members",
-                f"{ours[key]:.1f} µs" if ours[key] is not None else "n/a",
-                f"{mock[key]:.1f} µs" if mock[key] is not None else "n/a",
-                ratio_text(ours[key], mock[key], lower_is_better=True),
+                r["metric"],
+                f"{r['members']} members" if r["members"] is not None else "-",
+                *(r["cells"][k] for k in kinds),
+                *(
+                    ratio_text(ours, r["values"][p], lower_is_better=r["lower"])
+                    if EMBEDDED in kinds
+                    else "n/a"
+                    for p in peers
+                ),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
 
+def goal_misses(report: dict[str, Any], largest: int = 500) -> list[str]:
+    """Rows at up to ``largest`` members where the embedded coordinator is behind Kafka's broker.
+
+    The goal: at least as fast as Kafka on every row at 10-500 members (for CPU per heartbeat
+    and the idle row: at most as much CPU).
+    """
+    if EMBEDDED not in report["servers"] or KAFKA not in report["servers"]:
+        return []
+    misses = []
+    for r in table_rows(report):
+        if r["members"] is not None and r["members"] > largest:
+            continue
+        if r["metric"].startswith("generations"):
+            continue
+        ours, kafka = r["values"][EMBEDDED], r["values"][KAFKA]
+        if ours is None or kafka is None:
+            misses.append(f"{r['metric']} at {r['members']} members: not measured on both")
+            continue
+        behind = ours > kafka if r["lower"] else ours < kafka
+        if behind:
+            size = f"{r['members']} members" if r["members"] is not None else "-"
+            misses.append(
+                f"{r['metric']} at {size}: ours {r['cells'][EMBEDDED]}, Kafka {r['cells'][KAFKA]} "
+                f"({ratio_text(ours, kafka, r['lower'])})"
+            )
+    return misses
+
+
+def _servers(text: str) -> list[str]:
+    chosen = [x for x in text.split(",") if x]
+    unknown = set(chosen) - set(SERVER_KINDS)
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown server(s) {sorted(unknown)}; known: {', '.join(SERVER_KINDS)}"
+        )
+    return [k for k in SERVER_KINDS if k in chosen]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="Embedded coordinator vs librdkafka mock cluster: group formation time "
-        "and heartbeat rate, same client workload."
+        description="Embedded coordinator vs librdkafka's mock cluster and Apache Kafka's broker: "
+        "group formation time, rebalance after a member is killed, heartbeat rate and CPU, same "
+        "client workload."
     )
-    p.add_argument("--members", type=int, nargs="+", default=[10, 100, 500], help="group sizes for metric A")
+    p.add_argument(
+        "--servers",
+        type=_servers,
+        default=list(SERVER_KINDS),
+        help="comma list of " + ",".join(SERVER_KINDS) + " (default: all three)",
+    )
+    p.add_argument(
+        "--members", type=int, nargs="+", default=[10, 100, 500, 2000], help="group sizes for metric A"
+    )
+    p.add_argument(
+        "--kill-members",
+        type=int,
+        nargs="+",
+        default=[10, 100, 500, 2000],
+        help="group sizes for metric K (a member killed)",
+    )
+    p.add_argument(
+        "--kill-session-timeout-ms",
+        type=int,
+        default=1000,
+        help="session timeout of metric K's members (the same on every server)",
+    )
+    p.add_argument(
+        "--kill-heartbeat-interval-ms",
+        type=int,
+        default=333,
+        help="heartbeat interval of metric K's members (default a third of the session): the others "
+        "learn of the rebalance on their next heartbeat",
+    )
+    p.add_argument(
+        "--kill-repeats",
+        type=int,
+        default=5,
+        help="trials per size for metric K (more than --repeats: where in the survivors' heartbeat "
+        "cycles the session expires scatters the figure by up to one heartbeat interval)",
+    )
+    p.add_argument(
+        "--kill-retries",
+        type=int,
+        default=2,
+        help="metric K: attempts retried when the group was already rebalancing before the kill "
+        "(a session expired under load); they are counted and kept in the JSON",
+    )
     p.add_argument("--heartbeat-members", type=int, default=100, help="members heartbeating in metric B")
     p.add_argument("--heartbeat-seconds", type=float, default=5.0, help="duration of each heartbeat run")
     p.add_argument(
@@ -1260,7 +1984,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         nargs="+",
         default=[1, 2],
-        help="load-generator process counts for metric B (each measured against both servers)",
+        help="load-generator process counts for metric B (each measured against every server)",
     )
     p.add_argument("--repeats", type=int, default=3, help="fresh groups per size (the median is reported)")
     p.add_argument("--quick", action="store_true", help="tiny sizes for a smoke test")
@@ -1289,23 +2013,63 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--trial-timeout", type=float, default=120.0, help="seconds before a group counts as failed"
     )
     p.add_argument(
+        "--warmup-members", type=int, default=100, help="untimed warm-up group per server (0: none)"
+    )
+    p.add_argument(
+        "--warmup-heartbeat-seconds", type=float, default=2.0, help="untimed heartbeats of the warm-up group"
+    )
+    p.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=5.0,
+        help="how long each server's idle CPU is measured (at the end of the run)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="seed of metric K's heartbeat phases")
+    p.add_argument(
         "--mock-initial-rebalance-delay-ms",
         type=int,
         default=None,
         help="set the mock's group.initial.rebalance.delay.ms (librdkafka default 3000)",
     )
     p.add_argument(
+        "--mock-kill-initial-delay-ms",
+        type=int,
+        default=300,
+        help="the mock's group.initial.rebalance.delay.ms while metric K's groups (1 s sessions) "
+        "form: the mock expires members it holds in a join longer than their session",
+    )
+    p.add_argument(
         "--embedded-log-level",
         default=None,
         help="--log-level for the embedded coordinator (default: the CLI's own, INFO)",
+    )
+    p.add_argument(
+        "--embedded-profile",
+        type=Path,
+        default=None,
+        help="run the embedded coordinator under cProfile, writing its stats to this file",
+    )
+    p.add_argument("--kafka-heap-mb", type=int, default=512, help="the Kafka broker's -Xmx")
+    p.add_argument(
+        "--kafka-c1-only",
+        action="store_true",
+        help="keep KafkaCluster's -XX:TieredStopAtLevel=1 (quick start, slower code) for the broker",
     )
     p.add_argument("--serve-mock", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.members = [3]
+        args.kill_members = [3]
         args.heartbeat_members = 4
         args.heartbeat_seconds = 1.0
+        args.heartbeat_procs = [1]
         args.repeats = 1
+        args.kill_repeats = 1
+        args.warmup_members = 3
+        args.warmup_heartbeat_seconds = 0.0
+        args.idle_seconds = 1.0
+    if args.warmup_members < 1:
+        args.warmup_members = 0
     return args
 
 
@@ -1316,21 +2080,37 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output or DEFAULT_OUTPUT
     output.parent.mkdir(parents=True, exist_ok=True)
     print(
-        f"embedded coordinator vs librdkafka mock: members {args.members}, repeats {args.repeats}, "
-        f"heartbeats {args.heartbeat_members} members x {args.heartbeat_seconds:g} s "
-        f"with {args.heartbeat_procs} load-gen process(es)",
+        f"embedded coordinator vs {', '.join(SERVER_LABELS[k] for k in args.servers if k != EMBEDDED)}: "
+        f"members {args.members}, killed-member groups {args.kill_members} "
+        f"(session {args.kill_session_timeout_ms} ms, heartbeat {args.kill_heartbeat_interval_ms} ms), "
+        f"repeats {args.repeats}, heartbeats {args.heartbeat_members} members x "
+        f"{args.heartbeat_seconds:g} s with {args.heartbeat_procs} load-gen process(es)",
         flush=True,
     )
     report = asyncio.run(run_benchmark(args, output.parent))
     report["config"] = {
+        "servers": args.servers,
         "members": args.members,
+        "kill_members": args.kill_members,
+        "kill_session_timeout_ms": args.kill_session_timeout_ms,
+        "kill_heartbeat_interval_ms": args.kill_heartbeat_interval_ms,
         "repeats": args.repeats,
+        "kill_repeats": args.kill_repeats,
+        "kill_retries": args.kill_retries,
         "heartbeat_members": args.heartbeat_members,
         "heartbeat_seconds": args.heartbeat_seconds,
         "heartbeat_procs": args.heartbeat_procs,
         "heartbeat_interval_ms": args.heartbeat_interval_ms,
         "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_group_session_timeout_ms": HEARTBEAT_GROUP_SESSION_MS,
         "rebalance_timeout_ms": REBALANCE_TIMEOUT_MS,
+        "min_session_timeout_ms": MIN_SESSION_TIMEOUT_MS,
+        "max_session_timeout_ms": MAX_SESSION_TIMEOUT_MS,
+        "warmup_members": args.warmup_members,
+        "warmup_heartbeat_seconds": args.warmup_heartbeat_seconds,
+        "mock_kill_initial_delay_ms": args.mock_kill_initial_delay_ms,
+        "kafka_heap_mb": args.kafka_heap_mb,
+        "kafka_c1_only": args.kafka_c1_only,
         "topic": f"{TOPIC}:{PARTITIONS}",
         "quick": args.quick,
     }
@@ -1342,14 +2122,26 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "kafka_python": kafka.__version__,
         "librdkafka": librdkafka_version(),
+        "apache_kafka": _kafka_version(),
     }
     text = table(report)
     print()
     print(text)
+    misses = goal_misses(report)
+    report["goal_misses_10_to_500"] = misses
+    if EMBEDDED in report["servers"] and KAFKA in report["servers"]:
+        if misses:
+            print("\nbehind Kafka's broker at up to 500 members (the goal is at least as fast on every row):")
+            for miss in misses:
+                print(f"  - {miss}")
+        else:
+            print("\nat least as fast as Kafka's broker on every row at up to 500 members")
     print(f"\nwall time {report['wall_seconds']:.1f} s; results in {output}")
     report["table"] = text
     output.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    failed = any(row[k]["failures"] for row in report["join"] for k in (EMBEDDED, MOCK))
+    failed = any(
+        row[k]["failures"] for metric in ("join", "kill") for row in report[metric] for k in report["servers"]
+    )
     return 1 if failed else 0
 
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Benchmark: leader failover with coordinator_leader, beside ZooKeeper and etcd, in one run.
+"""Benchmark: leader failover with coordinator_leader, beside Kafka, ZooKeeper and etcd, in one run.
 
-Three elections, each with three candidate processes (bench/leader_candidate.py) per trial:
+Four elections, each with three candidate processes (bench/leader_candidate.py) per trial:
 
 * **coordinator**: :class:`coordinator_leader.LeaderElection` on the embedded coordinator
   (``python -m coordinator_api serve --port 0 --initial-rebalance-delay-ms 0``);
+* **kafka**: the same ``LeaderElection`` with ``bootstrap_servers`` naming a one-broker Apache
+  Kafka 4 cluster (:class:`coordinator_api.testing.KafkaCluster`, initial rebalance delay 0):
+  Kafka's group coordinator in place of ours;
 * **zookeeper**: kazoo's ``Election`` recipe on a standalone ZooKeeper server run from the
   jars inside the pyspark wheel;
 * **etcd**: a lease-based election on a one-member etcd (Debian's ``etcd-server``): lease of
@@ -29,13 +32,14 @@ from one leader to the next.
     python bench/bench_leader.py                        # full run: 2, 6 and 10 s sessions, ~15 min
     python bench/bench_leader.py --quick                # one 2 s session, 2 repeats, ~30 s
     python bench/bench_leader.py --sessions 2000,6000 --heartbeat-divisors 3,10 --repeats 5 \
-        --systems coordinator,zookeeper,etcd
+        --systems coordinator,kafka,zookeeper,etcd
 
 It prints one line per trial, then a Markdown table, and writes every trial (with every
 candidate's events) to ``bench/results/leader.json`` (``--output``); the servers' and the
 candidates' logs go to ``bench/results/leader-logs/``. A system that cannot run here (no
-``etcd`` binary, no java or pyspark for ZooKeeper, no ``coordinator_leader.LeaderElection``)
-is reported as "not measured" with the reason, and the others are measured anyway.
+``etcd`` binary, no java or pyspark for ZooKeeper, no java or Kafka jars for Kafka, no
+``coordinator_leader.LeaderElection``) is reported as "not measured" with the reason, and the
+others are measured anyway.
 
 Caveats:
 
@@ -49,6 +53,9 @@ Caveats:
 * A crash failover depends on how long before the kill the leader's last heartbeat (ping,
   keep-alive) reached the server: with pings every session/3 it varies by up to a third of
   the session from trial to trial, hence the max column.
+* On Kafka a heartbeat is answered at once (the embedded coordinator holds it until the group
+  changes), so the other candidates hear of a leader's LeaveGroup or expiry only at their next
+  heartbeat: up to one heartbeat interval more, on both failovers.
 * The graceful figure includes the stop command's trip through a pipe to the leader process.
 * Everything (servers, candidates, the benchmark) shares one machine; each trial records how
   busy the whole machine was (``machine_busy_cores`` in the JSON; mean printed at the end).
@@ -82,6 +89,7 @@ from leader_peers import (
     REPO,
     EmbeddedCoordinatorServer,
     EtcdServer,
+    KafkaBrokerServer,
     PeerServer,
     PeerUnavailable,
     ZooKeeperServer,
@@ -91,10 +99,13 @@ from leader_peers import (
 CANDIDATE = Path(__file__).resolve().parent / "leader_candidate.py"
 DEFAULT_OUTPUT = REPO / "bench" / "results" / "leader.json"
 
-COORDINATOR, ZOOKEEPER, ETCD = "coordinator", "zookeeper", "etcd"
-SYSTEMS = (COORDINATOR, ZOOKEEPER, ETCD)
+COORDINATOR, KAFKA, ZOOKEEPER, ETCD = "coordinator", "kafka", "zookeeper", "etcd"
+SYSTEMS = (COORDINATOR, KAFKA, ZOOKEEPER, ETCD)
+# The systems whose candidates run coordinator_leader (the code under test).
+LEADER_ELECTIONS = (COORDINATOR, KAFKA)
 LABELS = {
     COORDINATOR: "coordinator_leader (embedded coordinator)",
+    KAFKA: "Kafka cluster (coordinator_leader on 1 broker)",
     ZOOKEEPER: "ZooKeeper (kazoo Election)",
     ETCD: "etcd (lease + txn election)",
 }
@@ -455,12 +466,15 @@ def start_servers(args: argparse.Namespace, log_dir: Path) -> tuple[dict[str, Pe
     smallest = min(args.sessions)
     for system in args.systems:
         server: PeerServer
-        if system == COORDINATOR:
+        if system in LEADER_ELECTIONS:
             reason = coordinator_leader_available()
             if reason:
                 unavailable[system] = reason
                 continue
+        if system == COORDINATOR:
             server = EmbeddedCoordinatorServer(log_dir, min_session_ms=min(1000, smallest))
+        elif system == KAFKA:
+            server = KafkaBrokerServer(log_dir, min_session_ms=min(1000, smallest))
         elif system == ZOOKEEPER:
             server = ZooKeeperServer(
                 log_dir, tick_ms=args.zk_tick_ms, min_session_ms=min(2 * args.zk_tick_ms, smallest)
@@ -570,7 +584,7 @@ def run_benchmark(args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     logs = {s: open(log_dir / f"candidates-{s}.log", "w") for s in servers}  # noqa: SIM115
     configs = plan(args, [s for s in args.systems if s in servers])
     rng = random.Random(args.seed)
-    code_files = candidate_code_files() if COORDINATOR in servers else []
+    code_files = candidate_code_files() if any(s in servers for s in LEADER_ELECTIONS) else []
     code = code_fingerprint(code_files)
     changed: set[str] = set()
     try:
@@ -650,6 +664,7 @@ def table(report: dict[str, Any], args: argparse.Namespace) -> str:
         "graceful failover ms (mean / median / max)",
         "crash failover ms (mean / median / max)",
         "overlaps",
+        "ours / Kafka (graceful; crash)",
         "ours / ZooKeeper (graceful; crash)",
         "ours / etcd (graceful; crash)",
     )
@@ -675,7 +690,7 @@ def table(report: dict[str, Any], args: argparse.Namespace) -> str:
             label = LABELS[system] + (f" {versions[system]}" if system in versions else "")
             if system in unavailable:
                 short = unavailable[system].split(" (")[0].split(";")[0]
-                rows.append((label, f"{session} ms", "-", f"not measured: {short}", "-", "-", "-", "-"))
+                rows.append((label, f"{session} ms", "-", f"not measured: {short}", "-", "-", "-", "-", "-"))
                 continue
             for r in (r for r in results if r["system"] == system and r["session_ms"] == session):
                 failed = f" ({r['failed']} of {r['trials']} trials failed)" if r["failed"] else ""
@@ -683,12 +698,14 @@ def table(report: dict[str, Any], args: argparse.Namespace) -> str:
                 if r["epoch_regressions"]:
                     overlaps += f", {r['epoch_regressions']} epoch regressions"
                 if system == COORDINATOR:
+                    kafka = find(KAFKA, session, r["heartbeat_ms"])
                     zk = find(ZOOKEEPER, session, None)
                     etcd = find(ETCD, session, r["heartbeat_ms"])
+                    vs_kafka = _ratio_cell(r, kafka, why_not(KAFKA))
                     vs_zk = _ratio_cell(r, zk, why_not(ZOOKEEPER))
                     vs_etcd = _ratio_cell(r, etcd, why_not(ETCD))
                 else:
-                    vs_zk = vs_etcd = "-"
+                    vs_kafka = vs_zk = vs_etcd = "-"
                 rows.append(
                     (
                         label,
@@ -697,6 +714,7 @@ def table(report: dict[str, Any], args: argparse.Namespace) -> str:
                         _triple(r["graceful"]) + failed,
                         _triple(r["crash"]),
                         overlaps,
+                        vs_kafka,
                         vs_zk,
                         vs_etcd,
                     )
@@ -724,8 +742,9 @@ def _systems(text: str) -> list[str]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="Leader failover time (graceful and on SIGKILL) of coordinator_leader beside "
-        "kazoo's Election on ZooKeeper and a lease-based election on etcd, in the same run."
+        description="Leader failover time (graceful and on SIGKILL) of coordinator_leader on the "
+        "embedded coordinator beside the same election on an Apache Kafka broker, kazoo's Election on "
+        "ZooKeeper and a lease-based election on etcd, in the same run."
     )
     p.add_argument(
         "--sessions", type=_int_list, default=[2000, 6000, 10000], help="session timeouts, ms (comma list)"
@@ -815,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wall time {report['wall_seconds']:.1f} s; results in {output}")
     report["table"] = text
     output.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    ours = [r for r in report["results"] if r["system"] == COORDINATOR]
+    ours = [r for r in report["results"] if r["system"] in LEADER_ELECTIONS]
     failed = any(r["failed"] for r in report["results"]) or any(r["overlaps"] for r in ours)
     return 1 if failed else 0
 

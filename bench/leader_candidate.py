@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One candidate of a leader election, as a process of its own, for bench/bench_leader.py.
 
-    python bench/leader_candidate.py --system {coordinator,zookeeper,etcd} --connect HOST:PORT \\
+    python bench/leader_candidate.py --system {coordinator,kafka,zookeeper,etcd} --connect HOST:PORT \\
         --group NAME --name NAME --session-ms 6000 --heartbeat-ms 2000
 
 It campaigns as soon as it starts and prints one JSON object per line on stdout, each with
@@ -21,10 +21,12 @@ Commands, one per line on stdin: ``status``; ``stop`` (graceful: a leader prints
 then resigns, and the process exits). End of stdin is ``stop`` too, so a candidate never
 outlives the benchmark that started it.
 
-The three elections:
+The elections:
 
 * **coordinator**: :class:`coordinator_leader.LeaderElection` on the embedded coordinator;
   stopping is :meth:`LeaderElection.close`.
+* **kafka**: the same :class:`coordinator_leader.LeaderElection`, with ``--connect`` naming an
+  Apache Kafka cluster's bootstrap servers instead.
 * **zookeeper**: kazoo's ``Election`` recipe (an ephemeral sequential node per candidate, each
   watching its predecessor) with a session of ``--session-ms``; kazoo pings every third of the
   negotiated session (not configurable, ``--heartbeat-ms`` is ignored). A leader treats a
@@ -327,13 +329,22 @@ class EtcdCandidate(Candidate):
         self._keepalive_thread.join(timeout=10)
 
 
-SYSTEMS = {"coordinator": CoordinatorCandidate, "zookeeper": ZooKeeperCandidate, "etcd": EtcdCandidate}
+SYSTEMS = {
+    "coordinator": CoordinatorCandidate,
+    "kafka": CoordinatorCandidate,  # the same election, on Apache Kafka's group coordinator
+    "zookeeper": ZooKeeperCandidate,
+    "etcd": EtcdCandidate,
+}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="One leader-election candidate printing JSON events.")
     p.add_argument("--system", choices=sorted(SYSTEMS), required=True)
-    p.add_argument("--connect", required=True, help="HOST:PORT of the coordinator, ZooKeeper or etcd")
+    p.add_argument(
+        "--connect",
+        required=True,
+        help="HOST:PORT of the coordinator, ZooKeeper or etcd (Kafka: bootstrap servers)",
+    )
     p.add_argument("--group", required=True, help="election name (group id, znode, key)")
     p.add_argument("--name", required=True, help="this candidate's name")
     p.add_argument("--session-ms", type=int, required=True)

@@ -1,4 +1,4 @@
-"""The servers bench/bench_leader.py measures: the embedded coordinator, ZooKeeper and etcd.
+"""The servers bench/bench_leader.py measures: the embedded coordinator, Kafka, ZooKeeper, etcd.
 
 Each runs as a child process bound to 127.0.0.1 on a free port, with its data in a temporary
 directory, and is stopped (SIGTERM, then SIGKILL) by :meth:`PeerServer.stop`, which
@@ -8,8 +8,11 @@ directory, and is stopped (SIGTERM, then SIGKILL) by :meth:`PeerServer.stop`, wh
   zoo.cfg``, from the jars shipped inside the pyspark wheel (the ``spark`` extra), standalone.
 * etcd: Debian's ``etcd-server`` package (``/usr/bin/etcd``), one member.
 * the embedded coordinator: ``python -m coordinator_api serve --port 0 ...``.
+* Apache Kafka: a one-broker :class:`coordinator_api.testing.KafkaCluster` (one KRaft
+  broker+controller JVM; the jars fetched once with ``mvn``), whose group coordinator serves the
+  same ``coordinator_leader`` candidates as the embedded coordinator does.
 
-A server that cannot be started here (no java, no pyspark, no etcd binary) raises
+A server that cannot be started here (no java, no pyspark, no etcd binary, no Kafka jars) raises
 :class:`PeerUnavailable` with the reason, which the benchmark prints instead of figures.
 """
 
@@ -377,3 +380,61 @@ class EmbeddedCoordinatorServer(PeerServer):
         self.address = found[0]
         self.version = importlib.metadata.version("coordinator-api")
         self.notes.append("started with: python " + " ".join(argv[1:]))
+
+
+# --- Apache Kafka -----------------------------------------------------------------------------------
+
+
+class KafkaBrokerServer(PeerServer):
+    """A one-broker Apache Kafka 4 cluster (``KafkaCluster(brokers=1)``) for ``coordinator_leader``.
+
+    One broker is enough here: the benchmark fails candidates, not brokers, and a group has one
+    coordinator whatever the cluster's size. The broker allows sessions from ``min_session_ms``
+    and starts rebalances of new groups at once (``group.initial.rebalance.delay.ms=0``), as
+    the embedded coordinator is started with.
+    """
+
+    kind = "kafka"
+
+    def __init__(self, log_dir: Path, *, min_session_ms: int = 1000, heap_mb: int = 384) -> None:
+        super().__init__(log_dir)
+        self.min_session_ms = min_session_ms
+        self.heap_mb = heap_mb
+        self.cluster: Any = None
+
+    def _start(self, data_dir: Path) -> None:
+        try:
+            from coordinator_api.testing import KAFKA_VERSION, KafkaCluster, KafkaToolsMissing
+        except ImportError as exc:
+            raise PeerUnavailable(f"coordinator_api.testing.KafkaCluster is not importable ({exc})") from None
+        config = {
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": str(self.min_session_ms),
+        }
+        cluster = KafkaCluster(brokers=1, heap_mb=self.heap_mb, broker_config=config)
+        try:
+            cluster.start()
+        except KafkaToolsMissing as exc:
+            raise PeerUnavailable(str(exc)) from None
+        except Exception as exc:
+            raise PeerUnavailable(f"the Kafka broker did not start: {str(exc).splitlines()[0]}") from None
+        self.cluster = cluster
+        _RUNNING.add(self)
+        self.process = cluster.broker(1).process
+        self.address = cluster.bootstrap_servers
+        self.version = str(KAFKA_VERSION)
+        self.notes.append(
+            f"Apache Kafka {KAFKA_VERSION}, KafkaCluster(brokers=1, heap_mb={self.heap_mb}): one KRaft "
+            "broker+controller JVM, " + ", ".join(f"{k}={v}" for k, v in config.items())
+        )
+
+    def stop(self) -> None:
+        _RUNNING.discard(self)
+        cluster, self.cluster = self.cluster, None
+        self.process = None
+        if cluster is not None:
+            log = cluster.broker(1).directory / "logs" / "server.log"
+            with contextlib.suppress(OSError):  # the cluster's directory goes with it: keep the log
+                shutil.copyfile(log, self.log_path)
+            cluster.close()
+        super().stop()

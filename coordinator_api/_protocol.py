@@ -1,6 +1,6 @@
 """Kafka's error codes and api keys: the one table of each that the member runtime, the embedded
 coordinator, the benchmarks and the tests all import (values and names as Kafka's ``Errors`` and
-``ApiKeys`` enums have them; tests/test_protocol.py checks them against Apache Kafka's own jar).
+``ApiKeys`` enums have them; tests/test_protocol_tables.py checks them against Apache Kafka's own jar).
 
 Only codes this project sends or reacts to are listed; :func:`error_name` names any other
 code by its number.

@@ -1,4 +1,7 @@
-"""Smoke test of bench/bench_leader.py: --quick, the embedded coordinator and ZooKeeper, end to end.
+"""Smoke test of bench/bench_leader.py: --quick, the embedded coordinator, Kafka and ZooKeeper.
+
+coordinator_leader runs on the embedded coordinator and on a real one-broker Apache Kafka 4
+cluster, beside kazoo's election on ZooKeeper, end to end.
 
 etcd is not needed: the run points ``--etcd-binary`` at a path that does not exist, and the
 benchmark must say that etcd was not measured instead of failing.
@@ -33,8 +36,8 @@ def _figures(cell: str) -> list[float]:
     return [float(p) for p in parts]
 
 
-@pytest.mark.timeout(120)
-def test_quick_benchmark_reports_coordinator_and_zookeeper(tmp_path: Path) -> None:
+@pytest.mark.timeout(200)
+def test_quick_benchmark_reports_coordinator_kafka_and_zookeeper(tmp_path: Path) -> None:
     output = tmp_path / "leader.json"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
@@ -51,24 +54,30 @@ def test_quick_benchmark_reports_coordinator_and_zookeeper(tmp_path: Path) -> No
         check=False,
         capture_output=True,
         text=True,
-        timeout=110,
+        timeout=190,
         env=env,
         cwd=REPO,
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
 
-    # One row per measured system, with graceful and crash figures; ours has ratios to ZooKeeper.
+    # One row per measured system, with graceful and crash figures; ours has ratios to Kafka and
+    # ZooKeeper.
     ours = _table_rows(done.stdout, "coordinator_leader")
+    kafka = _table_rows(done.stdout, "Kafka cluster")
     zookeeper = _table_rows(done.stdout, "ZooKeeper")
-    assert len(ours) == 1 and len(zookeeper) == 1, done.stdout
-    for row in (ours[0], zookeeper[0]):
-        _, session, _, graceful, crash, overlaps, _, _ = row
+    assert len(ours) == 1 and len(kafka) == 1 and len(zookeeper) == 1, done.stdout
+    for row in (ours[0], kafka[0], zookeeper[0]):
+        _, session, _, graceful, crash, overlaps, _, _, _ = row
         assert session == "2000 ms", row
         assert all(value > 0 for value in _figures(graceful) + _figures(crash)), row
         assert overlaps == "0", row
-    graceful_ratio, crash_ratio = ours[0][6].split("; ")
-    assert graceful_ratio.endswith("x") and crash_ratio.endswith("x"), ours[0]
-    assert ours[0][7].startswith("n/a (not measured)"), ours[0]
+    # Crash failover waits for the dead leader's session (2 s) on both group coordinators.
+    for row in (ours[0], kafka[0]):
+        assert min(_figures(row[4])) > 1000, row
+    for cell in (ours[0][6], ours[0][7]):
+        graceful_ratio, crash_ratio = cell.split("; ")
+        assert graceful_ratio.endswith("x") and crash_ratio.endswith("x"), ours[0]
+    assert ours[0][8].startswith("n/a (not measured)"), ours[0]
 
     # etcd is reported as not measured, with the reason.
     etcd = _table_rows(done.stdout, "etcd")
@@ -77,7 +86,7 @@ def test_quick_benchmark_reports_coordinator_and_zookeeper(tmp_path: Path) -> No
 
     report = json.loads(output.read_text())
     assert report["config"]["quick"] is True
-    assert set(report["servers"]) == {"coordinator", "zookeeper"}
+    assert set(report["servers"]) == {"coordinator", "kafka", "zookeeper"}
     assert "etcd" in report["unavailable"]
     for result in report["results"]:
         assert result["failed"] == 0, result

@@ -1,4 +1,11 @@
-"""Smoke test of bench/bench_coordinator.py: tiny sizes, both servers, end to end."""
+"""Smoke test of bench/bench_coordinator.py: tiny sizes, all three servers, end to end.
+
+The embedded coordinator, librdkafka's mock and a real one-broker Apache Kafka 4 cluster are
+driven with the same client workload. Beyond "every row has figures", it checks what each
+figure stands for: every group reached a generation that all of its members report, in which
+each member got the assignment its leader sent for it and every partition has one owner; after
+a member was killed the others re-formed without it, no sooner than its session allowed.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "bench" / "bench_coordinator.py"
+SERVERS = ("embedded", "mock", "kafka")
+PARTITIONS = 64
+REBALANCE_IN_PROGRESS = "27"
+SESSION_SLACK_MS = 5
 
 
 def _table_rows(stdout: str, metric: str) -> list[list[str]]:
@@ -22,8 +34,25 @@ def _table_rows(stdout: str, metric: str) -> list[list[str]]:
     ]
 
 
-@pytest.mark.timeout(90)
-def test_quick_benchmark_reports_both_servers(tmp_path: Path) -> None:
+def _ms(cell: str) -> float:
+    assert cell.endswith(" ms"), cell
+    return float(cell[: -len(" ms")].replace(",", ""))
+
+
+def _assert_sound_generation(check: dict[str, Any], generation: int, members: int) -> None:
+    """Every member is in ``generation`` with the leader's assignment; each partition owned once."""
+    assert check["ok"] is True, check
+    assert check["member_generations"] == {str(generation): members}, check
+    assert check["members_with_assignment"] == members, check
+    assert check["assignments_as_sent_by_leader"] == members, check
+    assert check["undecodable_assignments"] == 0, check
+    assert check["partitions_owned"] == PARTITIONS, check
+    assert check["partitions_owned_twice"] == 0, check
+    assert check["distinct_member_ids"] == members, check
+
+
+@pytest.mark.timeout(150)
+def test_quick_benchmark_measures_all_three_servers(tmp_path: Path) -> None:
     output = tmp_path / "coordinator.json"
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
@@ -32,37 +61,70 @@ def test_quick_benchmark_reports_both_servers(tmp_path: Path) -> None:
         check=False,
         capture_output=True,
         text=True,
-        timeout=80,
+        timeout=140,
         env=env,
         cwd=REPO,
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
 
-    # The printed table has a figure for each server in every row.
+    # The printed table has a figure for every server in every row, and both ratios.
     joins = _table_rows(done.stdout, "time to stable generation")
     assert len(joins) == 1, done.stdout
-    _, size, ours, mock, ratio = joins[0]
+    _, size, ours, mock, kafka, vs_mock, vs_kafka = joins[0]
     assert size == "3 members"
-    assert ours.endswith(" ms") and mock.endswith(" ms"), joins[0]
-    assert ratio.endswith("better)") or ratio.endswith("worse)"), joins[0]
+    assert min(_ms(ours), _ms(mock), _ms(kafka)) > 0, joins[0]
+    for ratio in (vs_mock, vs_kafka):
+        assert ratio.endswith("better)") or ratio.endswith("worse)") or ratio == "1x (same)", joins[0]
+    kills = _table_rows(done.stdout, "rebalance after a member is killed")
+    assert len(kills) == 1, done.stdout
+    assert all(_ms(cell) > 0 for cell in kills[0][2:5]), kills[0]
+    assert len(_table_rows(done.stdout, "… minus the session timeout")) == 1, done.stdout
     heartbeats = _table_rows(done.stdout, "heartbeats/s")
     assert heartbeats, done.stdout
-    for _, _, ours, mock, _ in heartbeats:
-        assert ours.endswith("/s") and mock.endswith("/s"), heartbeats
+    for row in heartbeats:
+        assert all(cell.endswith("/s") for cell in row[2:5]), row
+    assert _table_rows(done.stdout, "server CPU per heartbeat"), done.stdout
 
     report = json.loads(output.read_text())
     assert report["config"]["quick"] is True
-    for kind in ("embedded", "mock"):
+    assert set(report["servers"]) == set(SERVERS)
+    session_ms = report["config"]["kill_session_timeout_ms"]
+    for kind in SERVERS:
         join = report["join"][0][kind]
-        assert join["failures"] == 0
+        assert join["failures"] == 0, join
         assert join["median_ms"] > 0
         for sample in join["samples"]:
-            assert sample["errors"] == {}, sample
+            assert sample["ok"], sample
+            # A first generation closed before every member had joined (Kafka's 0 ms initial
+            # delay does that) sends its members back with REBALANCE_IN_PROGRESS; nothing else.
+            assert {key.split(":")[1] for key in sample["errors"]} <= {REBALANCE_IN_PROGRESS}, sample
+            assert sample["generation_sizes"][str(sample["generation"])] == 3, sample
+            _assert_sound_generation(sample["check"], sample["generation"], 3)
+
+        kill = report["kill"][0][kind]
+        assert kill["failures"] == 0, kill
+        for sample in kill["samples"]:
+            assert sample["ok"], sample
+            assert sample["generation"] > sample["old_generation"], sample
+            assert sample["victim_in_new_generation"] is False, sample
+            assert sample["generation_sizes"][str(sample["generation"])] == 2, sample
+            _assert_sound_generation(sample["check"], sample["generation"], 2)
+            assert sample["ms_minus_session"] == pytest.approx(sample["ms"] - session_ms), sample
+            # The survivors heard of the rebalance from a heartbeat answer, never before the
+            # victim's session (counted from its last heartbeat, which the server read after it
+            # was sent) had run out: a few ms for clocks that round and timers that fire a tick early.
+            assert sample["notice_since_last_heartbeat_sent_ms"] >= session_ms - SESSION_SLACK_MS, sample
+            assert sample["ms"] >= sample["notice_ms"] > 0, sample
+            assert {key.split(":")[1] for key in sample["errors"]} == {REBALANCE_IN_PROGRESS}, sample
+
         for row in report["heartbeat"]:
             assert row[kind]["best_per_second"] >= row[kind]["median_per_second"] > 0
+            assert row[kind]["median_server_cpu_us_per_heartbeat"] > 0, row[kind]
             for sample in row[kind]["samples"]:
                 assert sample["errors"] == {}, sample
-    # Both servers were driven with the same protocol versions, all of which they read.
+                assert sample["answered"] > 0, sample
+
+    # Every server was driven with the same protocol versions, all of which they all read.
     assert set(report["versions_used"]) == {
         "ApiVersions",
         "FindCoordinator",
@@ -71,3 +133,7 @@ def test_quick_benchmark_reports_both_servers(tmp_path: Path) -> None:
         "Heartbeat",
         "LeaveGroup",
     }
+    assert all(
+        report["versions_used"][api] <= report["versions_announced_by_all"][api]
+        for api in report["versions_used"]
+    )

@@ -14,6 +14,7 @@
 from coordinator_api.testing._fixtures import MemberFactory
 from coordinator_api.testing._kafka_cluster import (
     KAFKA_VERSION,
+    TEST_JVM_OPTIONS,
     KafkaBroker,
     KafkaCluster,
     KafkaClusterError,
@@ -38,5 +39,6 @@ __all__ = [
     "LibrdkafkaMockError",
     "LibrdkafkaMockUnavailable",
     "MemberFactory",
+    "TEST_JVM_OPTIONS",
     "kafka_classpath",
 ]

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -50,6 +50,15 @@ __all__ = [
 _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
+
+TEST_JVM_OPTIONS: Final[tuple[str, ...]] = (
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+)
+"""The brokers' JVM options for tests: one GC thread and the C1 compiler only, which start fast
+and stay small on a 2-core machine. A benchmark that measures the broker as it runs in
+production passes ``jvm_options`` without ``-XX:TieredStopAtLevel=1``."""
 
 KAFKA_VERSION: Final[str] = re.search(  # type: ignore[union-attr]
     r"<kafka\.version>([^<]+)</kafka\.version>", _POM.read_text(encoding="utf-8")
@@ -218,6 +227,7 @@ class KafkaCluster:
     :param brokers: how many nodes: 1, or 3 for fault tolerance (a majority must stay up).
     :param broker_config: extra ``server.properties`` entries for every node.
     :param heap_mb: each broker's Java heap.
+    :param jvm_options: the brokers' other JVM options (default :data:`TEST_JVM_OPTIONS`).
     :param cache_dir: where the jars are cached (see :func:`kafka_classpath`).
     :param start_timeout: seconds to wait for the cluster (or a restarted node) to be ready.
     """
@@ -228,6 +238,7 @@ class KafkaCluster:
         *,
         broker_config: dict[str, str] | None = None,
         heap_mb: int = 256,
+        jvm_options: Sequence[str] = TEST_JVM_OPTIONS,
         cache_dir: str | os.PathLike[str] | None = None,
         start_timeout: float = 90.0,
     ) -> None:
@@ -238,6 +249,7 @@ class KafkaCluster:
         self._size = brokers
         self._broker_config = dict(broker_config or {})
         self._heap_mb = heap_mb
+        self._jvm_options = tuple(jvm_options)
         self._cache_dir = cache_dir
         self._start_timeout = start_timeout
         self._directory: Path | None = None
@@ -320,6 +332,11 @@ class KafkaCluster:
         if not self._brokers:
             raise RuntimeError("the KafkaCluster is not started")
         return ",".join(b.address for b in self.brokers)
+
+    @property
+    def jvm_options(self) -> tuple[str, ...]:
+        """The brokers' JVM options besides the heap and the logging setup."""
+        return self._jvm_options
 
     @property
     def classpath(self) -> str:
@@ -458,9 +475,7 @@ class KafkaCluster:
             _require("java"),
             f"-Xms{self._heap_mb // 2}m",
             f"-Xmx{self._heap_mb}m",
-            "-XX:+UseSerialGC",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:-UsePerfData",
+            *self._jvm_options,
             "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={broker.directory / 'logs'}",
             f"-Dlog4j2.configurationFile={broker.directory / 'log4j2.properties'}",

@@ -24,11 +24,11 @@ from member_processes import (
 )
 
 from coordinator_api import EmbeddedCoordinator
+from coordinator_api._protocol import ErrorCode
 
 PARTITIONS = 12
 SESSION_MS = 3000
 SETTLE_S = 90  # JVMs start slowly on two loaded cores
-UNKNOWN_MEMBER_ID = 25
 
 
 @pytest.fixture
@@ -153,7 +153,7 @@ def test_paused_java_member_is_fenced_and_its_commits_refused(
             SETTLE_S,
             "the live members to take over",
         )
-        assert probe_commit(bootstrap, group, old_member_id, old_generation) == UNKNOWN_MEMBER_ID
+        assert probe_commit(bootstrap, group, old_member_id, old_generation) == ErrorCode.UNKNOWN_MEMBER_ID
 
         seen = len(zombie.reports)
         zombie.resume()  # SIGCONT: it still believes it owns its partitions
