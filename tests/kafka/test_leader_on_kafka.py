@@ -17,13 +17,14 @@ from __future__ import annotations
 import time
 
 from leader.leader_faults import (
-    Candidate,
+    agreed_leader,
     elected_after,
     epochs_grow,
     finish,
     leadership_terms,
     overlaps,
     start_candidates,
+    stderr_of,
 )
 from member_processes import wait_for
 
@@ -31,23 +32,6 @@ from coordinator_api.testing import KafkaCluster
 
 SESSION_MS = 2000
 LIVENESS_S = 90  # a loaded 2-core machine that also runs three broker JVMs
-
-
-def agreed_leader(candidates: list[Candidate]) -> Candidate | None:
-    """The leader every live candidate names (by its last ``leader`` report), if it leads."""
-    live = [c for c in candidates if c.alive]
-    named = set()
-    for c in live:
-        known = c.events("leader")
-        named.add(known[-1]["leader"] if known else None)
-    if len(named) != 1 or None in named:
-        return None
-    leaders = [c for c in live if c.name == next(iter(named)) and c.leading()]
-    return leaders[0] if len(leaders) == 1 else None
-
-
-def stderr_of(candidates: list[Candidate]) -> str:
-    return "\n".join(f"--- {c.label}\n{c.stderr_text()[-3000:]}" for c in candidates)
 
 
 def test_leader_survives_its_process_and_the_coordinator_broker_being_killed(kafka: KafkaCluster) -> None:

@@ -11,12 +11,12 @@ converges under Kafka's own rebalance rules, not just the embedded coordinator's
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from pathlib import Path
 
 from member_processes import MemberProcess, running_members, wait_for
+from streams.test_streams_processes import overlaps
 
 from coordinator_api.testing import KafkaCluster
 
@@ -53,33 +53,6 @@ def owned(member: MemberProcess) -> frozenset[str]:
         if "owned" in report:
             return frozenset(report["owned"])
     return frozenset()
-
-
-def active_overlaps(members: list[MemberProcess]) -> list[str]:
-    """Tasks two members held as active at the same moment, by their own reports (every
-    ``assigned``, ``revoked`` and ``lost`` report carries the member's active set)."""
-    spans: dict[str, list[tuple[float, float, str]]] = {}
-    for member in members:
-        since: dict[str, float] = {}
-        for report in member.reports:
-            if "owned" not in report:
-                continue
-            now_owned = set(report["owned"])
-            for task in now_owned - since.keys():
-                since[task] = report["t"]
-            for task in set(since) - now_owned:
-                spans.setdefault(task, []).append((since.pop(task), report["t"], member.name))
-        for task, start_t in since.items():
-            spans.setdefault(task, []).append((start_t, float("inf"), member.name))
-    problems = []
-    for task, intervals in spans.items():
-        intervals.sort()
-        problems += [
-            f"{task}: {a[2]} until {a[1]:.3f}, {b[2]} from {b[0]:.3f}"
-            for a, b in itertools.pairwise(intervals)
-            if b[0] < a[1] and a[2] != b[2]
-        ]
-    return problems
 
 
 def converged(members: list[MemberProcess], share: int) -> bool:
@@ -146,10 +119,10 @@ def test_a_fourth_member_warms_up_before_it_takes_over_on_kafka(kafka: KafkaClus
         assert late.events("assigned")[0]["owned"] == [], diagnostics(members, t_three)
         warmups = [r for r in late.events("assigned") if r["warmup"]]
         assert warmups, diagnostics(members, t_three)
-        assert active_overlaps(members) == [], diagnostics(members, t_three)
+        assert overlaps(members) == [], diagnostics(members, t_three)
         # What the new member runs, the old ones gave up first: revoked in a cooperative
         # handover or, if the loaded machine starved a member's heartbeats past its lease, lost
-        # (active_overlaps above checks the order).
+        # (overlaps above checks the order).
         released = {
             kind: set().union(*(r["tasks"] for m in members[:3] for r in m.events(kind) if r["t"] > t_three))
             for kind in ("revoked", "lost")

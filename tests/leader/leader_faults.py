@@ -379,3 +379,20 @@ class ProxiedCoordinator:
     def heal(self, client_id: str) -> float:
         self._set(client_id, False)
         return time.monotonic()
+
+
+def agreed_leader(candidates: list[Candidate]) -> Candidate | None:
+    """The leader every live candidate names (by its last ``leader`` report), if it leads."""
+    live = [c for c in candidates if c.alive]
+    named = set()
+    for c in live:
+        known = c.events("leader")
+        named.add(known[-1]["leader"] if known else None)
+    if len(named) != 1 or None in named:
+        return None
+    leaders = [c for c in live if c.name == next(iter(named)) and c.leading()]
+    return leaders[0] if len(leaders) == 1 else None
+
+
+def stderr_of(candidates: list[Candidate]) -> str:
+    return "\n".join(f"--- {c.label}\n{c.stderr_text()[-3000:]}" for c in candidates)

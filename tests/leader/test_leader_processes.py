@@ -24,6 +24,7 @@ from leader_faults import (
     Candidate,
     ProxiedCoordinator,
     Term,
+    agreed_leader,
     elected_after,
     epochs_grow,
     finish,
@@ -31,29 +32,13 @@ from leader_faults import (
     leadership_terms,
     overlaps,
     start_candidates,
+    stderr_of,
 )
 from member_processes import recording_membership, wait_for
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 
 NAMES = ("c1", "c2", "c3")
-
-
-def agreed_leader(candidates: list[Candidate]) -> Candidate | None:
-    """The leader every live candidate names (by its last ``leader`` report), if it leads."""
-    live = [c for c in candidates if c.alive]
-    named = set()
-    for c in live:
-        known = c.events("leader")
-        named.add(known[-1]["leader"] if known else None)
-    if len(named) != 1 or None in named:
-        return None
-    leaders = [c for c in live if c.name == next(iter(named)) and c.leading()]
-    return leaders[0] if len(leaders) == 1 else None
-
-
-def stderr_of(candidates: list[Candidate]) -> str:
-    return "\n".join(f"--- {c.label}\n{c.stderr_text()[-3000:]}" for c in candidates)
 
 
 def assert_safe(candidates: list[Candidate]) -> list[Term]:
