@@ -132,6 +132,7 @@ class _Group:
     target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # assigned or pending revocation
     partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
+    topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
     assignor: str = ""
 
     def state(self) -> ConsumerGroupState:
@@ -458,10 +459,14 @@ class ConsumerGroups:
         group.members[member_id] = updated
         if updated.instance_id is not None:
             group.static[updated.instance_id] = member_id
-        counts = self._subscribed_partition_counts(group)
-        if counts != group.partition_counts:
-            group.partition_counts = counts
-            bump = True
+        # Subscribed partition counts change only with a subscription or with the coordinator's
+        # topics, which are only ever added (no deletion, no new partitions): recounting on those
+        # alone keeps a plain heartbeat O(1) in the group's size.
+        if bump or group.topics_seen != len(self._topics):
+            counts = self._subscribed_partition_counts(group)
+            if counts != group.partition_counts:
+                group.partition_counts = counts
+                bump = True
         if bump:
             group.group_epoch += 1
             events.append(
@@ -641,6 +646,7 @@ class ConsumerGroups:
         return frozenset(topics)
 
     def _subscribed_partition_counts(self, group: _Group) -> dict[str, int]:
+        group.topics_seen = len(self._topics)
         counts: dict[str, int] = {}
         for member in group.members.values():
             for topic in self._subscribed_topics(member):
