@@ -1,0 +1,128 @@
+"""Smoke test of bench/bench_incremental.py: tiny groups, every server, end to end.
+
+Four members on a topic of 20 partitions, one joins then one leaves, on the embedded
+coordinator (incremental, and classic cooperative with and without held heartbeats), a real
+one-broker Apache Kafka 4 cluster and librdkafka's mock. Beyond "every row has figures", it
+checks what each figure stands for: after every change and at the end every partition has
+exactly one owner on every server, no partition ever had two, the moves are at least the
+minimum the change forces, and the partition-seconds without an owner agree with the time the
+change took and the most partitions ever without an owner.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "bench" / "bench_incremental.py"
+VARIANTS = ("ours", "kafka", "mock", "classic-held", "classic")
+MEMBERS = 4
+PARTITIONS = 20  # --quick: 5 partitions per member
+# A joiner of a group of 4 on 20 partitions must get 4 of them (20 // 5); the leaver (one of the
+# 5 members then, each with 4) leaves 4 that must move.
+LEAST_MOVED = {"scale-out": 4, "scale-in": 4}
+RATIO = re.compile(r"^(\d[\d.e+-]*x \((better|worse|same)\)|1x \(both 0\)|not supported)$")
+
+
+def _finite(value: Any) -> float:
+    assert isinstance(value, (int, float)) and not isinstance(value, bool), value
+    assert math.isfinite(value), value
+    return float(value)
+
+
+def _check_trial(trial: dict[str, Any]) -> None:
+    scenario = trial["scenario"]
+    assert trial["members_after"] == (MEMBERS + 1 if scenario == "scale-out" else MEMBERS), trial
+    # Safety: never two owners; after the change, every partition has exactly one.
+    assert trial["max_owners"] == 1, trial
+    assert trial["overlap_partition_seconds"] == 0, trial
+    assert trial["owned_exactly_once"] is True, trial
+    assert trial["owners_per_partition"] == {"1": PARTITIONS}, trial
+    assert trial["balance_max_minus_min"] <= 1, trial
+    assert len(trial["epochs"]) == 1, trial
+    assert trial["errors"] == {}, trial
+    # The change moved at least what it must, and someone was without those partitions a while.
+    assert trial["partitions_acquired"] >= LEAST_MOVED[scenario], trial
+    assert trial["max_unowned"] >= LEAST_MOVED[scenario], trial
+    unowned = _finite(trial["unowned_partition_seconds"])
+    all_owned_ms = _finite(trial["all_owned_ms"])
+    stable_ms = _finite(trial["stable_ms"])
+    assert unowned > 0, trial
+    assert 0 < all_owned_ms <= stable_ms < 60_000, trial
+    # The integral cannot exceed the most partitions ever unowned times the time they could be.
+    assert unowned <= trial["max_unowned"] * all_owned_ms / 1000 + 1e-6, trial
+    before, after = trial["owned_before"], trial["owned_after"]
+    for owned in (before, after):
+        flat = [p for member in owned for p in member]
+        assert sorted(flat) == list(range(PARTITIONS)), owned
+    assert len(after) == trial["members_after"], trial
+
+
+@pytest.mark.timeout(300)
+def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
+    output = tmp_path / "incremental.json"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--output", str(output)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = json.loads(output.read_text())
+    assert report["config"]["quick"] is True
+
+    # The mock announces ConsumerGroupHeartbeat v1 (librdkafka 2.x), so it is measured, not skipped.
+    assert report["servers"]["mock"]["consumer_group_heartbeat_versions"][1] >= 1, report["servers"]
+    groups = {g["variant"]: g for g in report["groups"]}
+    assert set(groups) == set(VARIANTS)
+    for variant, group in groups.items():
+        assert "failure" not in group and "not_supported" not in group, (variant, group)
+        assert [t["scenario"] for t in group["trials"]] == ["scale-out", "scale-in"], group
+        for trial in group["trials"]:
+            _check_trial(trial)
+        final = group["final"]
+        assert final["members"] == MEMBERS, (variant, final)
+        assert final["owned_exactly_once"] is True, (variant, final)
+        assert final["owners_per_partition"] == {"1": PARTITIONS}, (variant, final)
+
+    # Heartbeats answered back to back by each server, without errors.
+    rates = {r["server"]: r for r in report["heartbeat_rates"]}
+    assert set(rates) == {"embedded", "mock", "kafka"}
+    for kind, rate in rates.items():
+        assert "failure" not in rate, (kind, rate)
+        assert _finite(rate["best_per_second"]) >= _finite(rate["median_per_second"]) > 0, rate
+        assert _finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
+        assert all(run["errors"] == 0 and run["answered"] > 0 for run in rate["runs"]), rate
+        assert rate["owned_exactly_once"] is True, rate
+
+    # The printed table: a figure for every variant in every row, and a ratio to each peer.
+    rows = [
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in done.stdout.splitlines()
+        if re.match(r"^\| (partition-seconds|time until)", line)
+    ]
+    assert len(rows) == 3 * 2, done.stdout  # three metrics x two changes
+    for row in rows:
+        _, size, change, *cells = row
+        assert size == str(MEMBERS) and change in LEAST_MOVED, row
+        figures, ratios = cells[: len(VARIANTS)], cells[len(VARIANTS) :]
+        assert len(ratios) == len(VARIANTS) - 1, row
+        assert all(re.match(r"^[\d,.]+ (ms|partition-s)$", cell) for cell in figures), row
+        assert all(RATIO.match(cell) for cell in ratios), row
+    assert "ConsumerGroupHeartbeats answered per second" in done.stdout
+    # The goals are stated, met or not, for both changes.
+    assert len(report["goals"]) == 2 * (2 + 2), report["goals"]
