@@ -2,11 +2,12 @@
 
 Four members on a topic of 20 partitions, one joins then one leaves, on the embedded
 coordinator (incremental, and classic cooperative with and without held heartbeats), a real
-one-broker Apache Kafka 4 cluster and librdkafka's mock. Beyond "every row has figures", it
-checks what each figure stands for: after every change and at the end every partition has
-exactly one owner on every server, no partition ever had two, the moves are at least the
-minimum the change forces, and the partition-seconds without an owner agree with the time the
-change took and the most partitions ever without an owner.
+one-broker Apache Kafka 4 cluster and librdkafka's mock, and four real librdkafka consumers on
+each incremental server. Beyond "every row has figures", it checks what each figure stands for:
+after every change and at the end every partition has exactly one owner on every server, no
+partition ever had two, the moves are at least the minimum the change forces, and the
+partition-seconds without an owner agree with the time the change took and the most partitions
+ever without an owner.
 """
 
 from __future__ import annotations
@@ -108,6 +109,20 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
         assert _finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
         assert all(run["errors"] == 0 and run["answered"] > 0 for run in rate["runs"]), rate
         assert rate["owned_exactly_once"] is True, rate
+
+    # Real librdkafka consumers (group.protocol=consumer) on each server: both changes measured,
+    # never two owners, every partition owned once at the end.
+    real = {r["server"]: r for r in report["real_clients"]}
+    assert set(real) == {"embedded", "mock", "kafka"}
+    for kind, check in real.items():
+        assert "failure" not in check, (kind, check)
+        assert [t["scenario"] for t in check["trials"]] == ["scale-out", "scale-in"], check
+        for trial in check["trials"]:
+            assert trial["max_owners"] == 1 and trial["overlap_partition_seconds"] == 0, trial
+            assert trial["owned_exactly_once"] is True, trial
+            assert _finite(trial["unowned_partition_seconds"]) > 0, trial
+            assert 0 < _finite(trial["all_owned_ms"]) < 60_000, trial
+        assert check["final_owned_exactly_once"] is True, check
 
     # The printed table: a figure for every variant in every row, and a ratio to each peer.
     rows = [

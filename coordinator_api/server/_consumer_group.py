@@ -14,7 +14,9 @@ Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` 
 
   1. a member behind the assignment epoch that owns partitions its target no longer has must
      first give them up: they are *pending revocation*, the member keeps its epoch and is in
-     ``UNREVOKED_PARTITIONS`` until a heartbeat no longer lists any of them as owned;
+     ``UNREVOKED_PARTITIONS`` until a heartbeat no longer lists any of them as owned; they are
+     then free for their next owners, and the member moves one epoch on (at most to the
+     assignment epoch), where it may have more to revoke if the target moved meanwhile;
   2. then it moves to the assignment epoch and gets the partitions of its target that no other
      member owns; a partition another member still owns (pending revocation there) is
      *unreleased*: the member is ``UNRELEASED_PARTITIONS`` and gets it on a later heartbeat,
@@ -585,9 +587,7 @@ class ConsumerGroups:
             # The place and assignment wait for the next incarnation until the session ends.
             # Kafka keeps the previous epoch and drops what was pending revocation.
             left_at, member.epoch = member.epoch, STATIC_LEAVE_EPOCH
-            for partition in member.pending_revocation:
-                if group.owners.get(partition) == member.member_id:
-                    del group.owners[partition]
+            self._release(group, member, member.pending_revocation)
             member.pending_revocation = frozenset()
             member.revocation_deadline = None
             events.append(
@@ -683,10 +683,17 @@ class ConsumerGroups:
         target = group.target.get(member.member_id, frozenset())
         if member.state is MemberState.STABLE and member.epoch == group.assignment_epoch:
             return
-        if member.state is MemberState.UNREVOKED_PARTITIONS and (
-            owned is None or owned & member.pending_revocation
-        ):
-            return  # still revoking
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if owned is None or owned & member.pending_revocation:
+                return  # still revoking
+            # Revoked: the partitions are free for their next owners, and the member moves one
+            # epoch on (Kafka's min(epoch + 1, assignment epoch)), even if it has more to revoke.
+            self._release(group, member, member.pending_revocation)
+            member.pending_revocation = frozenset()
+            member.revocation_deadline = None
+            next_epoch = min(member.epoch + 1, group.assignment_epoch)
+        else:
+            next_epoch = member.epoch
         subscribed = self._subscribed_topics(member)
         target = frozenset(p for p in target if p[0] in subscribed)
         keep = member.assigned & target
@@ -697,15 +704,13 @@ class ConsumerGroups:
         before = (member.epoch, member.state, member.assigned, member.pending_revocation)
         if revoke and (owned is None or owned & revoke):
             member.state = MemberState.UNREVOKED_PARTITIONS
-            member.previous_epoch = member.epoch  # Kafka's updateMemberEpoch(same epoch)
+            member.previous_epoch, member.epoch = member.epoch, next_epoch
             member.assigned, member.pending_revocation = keep, revoke
-            if member.revocation_deadline is None:
+            if member.revocation_deadline is None:  # a new revocation: a whole rebalance timeout
                 member.revocation_deadline = now_ms + member.rebalance_timeout_ms
                 self._schedule(member.revocation_deadline, group.group_id, member.member_id)
         else:
-            for partition in member.pending_revocation | revoke:
-                if group.owners.get(partition) == member.member_id:
-                    del group.owners[partition]
+            self._release(group, member, revoke)
             member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
             member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
             member.assigned, member.pending_revocation = keep | free, frozenset()
@@ -725,6 +730,13 @@ class ConsumerGroups:
                 )
             )
 
+    @staticmethod
+    def _release(group: _Group, member: _Member, partitions: Iterable[TopicPartition]) -> None:
+        """``member`` no longer owns ``partitions``: they may be given to their next owners."""
+        for partition in partitions:
+            if group.owners.get(partition) == member.member_id:
+                del group.owners[partition]
+
     def _remove(
         self, group: _Group, member: _Member, events: list[MembershipEvent], *, kind: str, detail: str
     ) -> None:
@@ -732,9 +744,7 @@ class ConsumerGroups:
         if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
             del group.static[member.instance_id]
         group.target.pop(member.member_id, None)
-        for partition in member.assigned | member.pending_revocation:
-            if group.owners.get(partition) == member.member_id:
-                del group.owners[partition]
+        self._release(group, member, member.assigned | member.pending_revocation)
         group.group_epoch += 1
         group.partition_counts = self._subscribed_partition_counts(group)
         events.append(
