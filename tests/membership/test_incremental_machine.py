@@ -1,0 +1,454 @@
+"""The KIP-848 member machine against the embedded coordinator's real engine, sans-IO.
+
+Members' machines exchange ConsumerGroupHeartbeats with a :class:`GroupCoordinator` (the
+consumer plugin's real server-side assignors) over a simulated network with a fake clock;
+each member's "application" applies the assignments the machine asks it to. The checks are
+from the members' own point of view: what each application has started and not yet stopped.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import pytest
+from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator_api._membership._incremental import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    Event,
+    GroupHeartbeatAnswered,
+    IncrementalMachine,
+    IncrementalSettings,
+    IncrementalState,
+    Reconcile,
+    Reconciled,
+    SendGroupHeartbeat,
+)
+from coordinator_api._membership._machine import (
+    CoordinatorFound,
+    Fail,
+    FindCoordinator,
+    LeaveAnswered,
+    LeaveWanted,
+    Lost,
+    Polled,
+    RequestFailed,
+    RequestKind,
+    Tick,
+)
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server import CoordinatorConfig
+from coordinator_api.server._messages import (
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
+    CreateTopics,
+    NewTopic,
+)
+from coordinator_api.server._state import GroupCoordinator
+
+SESSION_MS = 6000
+INTERVAL_MS = 500
+REBALANCE_MS = 4000
+MARGIN_MS = 500
+PARTITIONS = 12
+
+
+def make_server() -> GroupCoordinator:
+    config = CoordinatorConfig(
+        initial_rebalance_delay_ms=0,
+        consumer_group_session_timeout_ms=SESSION_MS,
+        consumer_group_heartbeat_interval_ms=INTERVAL_MS,
+    )
+    server = GroupCoordinator(config, server_assignors=SERVER_ASSIGNORS)
+    server.handle(
+        0,
+        CreateTopics(
+            topics=(NewTopic(name="t", num_partitions=PARTITIONS, replication_factor=1),), validate_only=False
+        ),
+        0,
+    )
+    return server
+
+
+def member_settings(member_id: str, instance_id: str | None = None, **overrides: int) -> IncrementalSettings:
+    values = {
+        "session_timeout_ms": SESSION_MS,
+        "heartbeat_interval_ms": 3000,  # the coordinator's 500 replaces it after the first answer
+        "rebalance_timeout_ms": REBALANCE_MS,
+        "max_poll_interval_ms": 60_000,
+        "retry_backoff_ms": 100,
+        "lease_margin_ms": MARGIN_MS,
+        **overrides,
+    }
+    return IncrementalSettings(group_id="g", member_id=member_id, group_instance_id=instance_id, **values)
+
+
+@dataclass
+class Member:
+    machine: IncrementalMachine
+    started: set[tuple[bytes, int]] = field(default_factory=set)  # what the application works on
+    pending: list[Reconcile] = field(default_factory=list)
+    failures: list[Fail] = field(default_factory=list)
+    lost: list[Lost] = field(default_factory=list)
+    sent: list[SendGroupHeartbeat] = field(default_factory=list)
+
+
+class Network:
+    """Members, the coordinator and the messages between them, on one fake clock."""
+
+    def __init__(self, seed: int = 0, max_delay_ms: int = 0) -> None:
+        self.server = make_server()
+        self.now = 0
+        self.refs = iter(range(1, 10**9))
+        self.members: dict[str, Member] = {}
+        self.rng = random.Random(seed)
+        self.max_delay_ms = max_delay_ms
+        # (deliver at, member, event): a member that is gone (or replaced) gets nothing more.
+        self.in_transit: list[tuple[int, Member, Event]] = []
+        self.joined = 0
+        self.ids: set[str] = set()
+        self.reachable = True
+        self.topic_id = {t.name: t.topic_id for t in self.server.topics()}["t"]
+
+    def add(self, name: str, instance_id: str | None = None, **overrides: int) -> Member:
+        self.joined += 1  # each process has its own member id, as a new process makes a new one
+        member_id = f"{name}-id" if name not in self.ids else f"{name}-id{self.joined}"
+        self.ids.add(name)
+        member = Member(IncrementalMachine(member_settings(member_id, instance_id, **overrides)))
+        self.members[name] = member
+        self.feed(name, Polled())
+        return member
+
+    def feed(self, name: str, event: Event) -> None:
+        member = self.members[name]
+        for action in member.machine.handle(event, self.now):
+            if isinstance(action, FindCoordinator):
+                self.deliver(
+                    name, CoordinatorFound() if self.reachable else RequestFailed(RequestKind.FIND, "down")
+                )
+            elif isinstance(action, SendGroupHeartbeat):
+                member.sent.append(action)
+                self.send(name, action)
+            elif isinstance(action, Reconcile):
+                member.pending.append(action)
+            elif isinstance(action, Lost):
+                member.lost.append(action)
+                member.started.clear()  # on_partitions_lost: stop at once
+            elif isinstance(action, Fail):
+                member.failures.append(action)
+
+    def deliver(self, name: str, event: Event) -> None:
+        delay = self.rng.randint(0, self.max_delay_ms) if self.max_delay_ms else 0
+        self.in_transit.append((self.now + delay, self.members[name], event))
+
+    def send(self, name: str, action: SendGroupHeartbeat) -> None:
+        sent_at = self.now
+        leaving = action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+        if not self.reachable:
+            kind = RequestKind.LEAVE if leaving else RequestKind.HEARTBEAT
+            self.deliver(name, RequestFailed(kind, "connection refused"))
+            return
+        machine = self.members[name].machine
+        request = ConsumerGroupHeartbeat(
+            group_id="g",
+            member_id=action.member_id,
+            member_epoch=action.member_epoch,
+            instance_id=machine.settings.group_instance_id,
+            rebalance_timeout_ms=machine.settings.rebalance_timeout_ms,
+            subscribed_topic_names=("t",),
+            owned=self.by_topic_id(action.owned),
+        )
+        fx = self.server.handle(next(self.refs), request, self.now)
+        ((_, result),) = fx.replies
+        assert isinstance(result, ConsumerGroupHeartbeatResult)
+        if leaving:
+            self.deliver(name, LeaveAnswered(result.error))
+            return
+        assignment = (
+            None
+            if result.assignment is None
+            else frozenset((tid, p) for tid, parts in result.assignment for p in parts)
+        )
+        self.deliver(
+            name,
+            GroupHeartbeatAnswered(
+                sent_at,
+                result.error,
+                result.message or "",
+                result.member_epoch,
+                result.heartbeat_interval_ms,
+                assignment,
+            ),
+        )
+
+    @staticmethod
+    def by_topic_id(owned: frozenset[tuple[bytes, int]]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+        by_topic: dict[bytes, list[int]] = {}
+        for tid, partition in sorted(owned):
+            by_topic.setdefault(tid, []).append(partition)
+        return tuple((tid, tuple(parts)) for tid, parts in sorted(by_topic.items()))
+
+    def apply(self, name: str) -> None:
+        """The application runs the oldest assignment change it was asked for."""
+        member = self.members[name]
+        action = member.pending.pop(0)
+        if action is member.machine.awaiting:  # the runtime skips actions no longer wanted
+            member.started -= action.revoked  # revoke first...
+            member.started |= action.assigned  # ...then assign
+            self.feed(name, Reconciled(action, ok=True))
+
+    def run(self, ms: int, *, apply: bool = True, step: int = 10) -> None:
+        end = self.now + ms
+        while self.now < end:
+            self.now += step
+            self.server.expire(self.now)
+            due = sorted((m for m in self.in_transit if m[0] <= self.now), key=lambda m: m[0])
+            self.in_transit = [m for m in self.in_transit if m[0] > self.now]
+            by_member = {id(member): name for name, member in self.members.items()}
+            for _, member, event in due:
+                if id(member) in by_member:
+                    self.feed(by_member[id(member)], event)
+            for name in list(self.members):
+                if apply and self.members[name].pending:
+                    self.apply(name)
+                self.feed(name, Tick())
+            self.check_no_partition_started_twice()
+
+    def check_no_partition_started_twice(self) -> None:
+        seen: dict[tuple[bytes, int], str] = {}
+        for name, member in self.members.items():
+            for partition in member.started:
+                assert partition not in seen, f"{partition} started by {seen[partition]} and {name}"
+                seen[partition] = name
+
+    def every_partition_started_once(self) -> bool:
+        started = [p for m in self.members.values() for p in m.started]
+        return len(started) == PARTITIONS == len(set(started))
+
+    def tp(self, *partitions: int) -> set[tuple[bytes, int]]:
+        return {(self.topic_id, p) for p in partitions}
+
+
+def test_a_member_joins_gets_everything_and_acknowledges_at_once() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(20, apply=False)
+    assert [(s.member_id, s.member_epoch) for s in a.sent] == [("a-id", 0)]  # its own member id
+    (reconcile,) = a.pending
+    assert reconcile.assigned == net.tp(*range(PARTITIONS)) and not reconcile.revoked
+    assert a.machine.state is IncrementalState.RECONCILING and a.machine.is_stable() is False
+    net.apply("a")
+    # The acknowledgement goes at once, not an interval later.
+    assert a.sent[-1].member_epoch == 1 and a.sent[-1].owned == net.tp(*range(PARTITIONS))
+    assert a.machine.state.value == "acknowledging"
+    net.run(10)
+    assert a.machine.state.value == "stable" and a.machine.is_stable(net.now)
+    assert a.machine.generation().generation_id == 1
+    # Then heartbeats follow the coordinator's interval (500 ms), not the member's 3,000: an
+    # interval after each answer (answers take one 10 ms step here).
+    before = len(a.sent)
+    net.run(2100)
+    assert len(a.sent) - before == 4
+
+
+def test_a_newcomer_gets_partitions_as_soon_as_their_owner_has_revoked_them() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(100)
+    b = net.add("b")
+    net.run(10, apply=False)
+    assert b.machine.state is not IncrementalState.STABLE and not b.started
+    net.run(2 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+    assert len(a.started) == len(b.started) == PARTITIONS // 2
+    assert a.machine.is_stable() and b.machine.is_stable()
+    assert a.machine.member_epoch == b.machine.member_epoch == 2
+
+
+def test_a_member_that_leaves_revokes_nothing_twice_and_its_partitions_move() -> None:
+    net = Network()
+    net.add("a")
+    net.add("b")
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+    b = net.members["b"]
+    b.started.clear()  # the runtime revokes everything before leaving
+    net.feed("b", LeaveWanted("closing"))
+    assert b.sent[-1].member_epoch == LEAVE_EPOCH and b.machine.state is IncrementalState.UNJOINED
+    del net.members["b"]
+    net.run(2 * INTERVAL_MS)
+    assert net.every_partition_started_once() and len(net.members["a"].started) == PARTITIONS
+
+
+def test_a_static_member_leaves_with_epoch_minus_two_and_its_successor_takes_over() -> None:
+    net = Network()
+    net.add("a", instance_id="a-1")
+    net.add("b")
+    net.run(3 * INTERVAL_MS)
+    kept = set(net.members["a"].started)
+    net.members["a"].started.clear()
+    net.feed("a", LeaveWanted("restarting"))
+    assert net.members["a"].sent[-1].member_epoch == STATIC_LEAVE_EPOCH
+    del net.members["a"]
+    net.run(100)
+    assert len(net.members["b"].started) == PARTITIONS // 2  # a's place is kept for it
+    net.add("a2", instance_id="a-1")
+    net.run(2 * INTERVAL_MS)
+    assert net.members["a2"].started == kept and net.every_partition_started_once()
+
+
+def test_a_fenced_member_loses_everything_and_rejoins_with_epoch_zero_and_the_same_id() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(3 * INTERVAL_MS)
+    # The coordinator forgets the group (say, a new coordinator without the data directory).
+    net.server = make_server()
+    net.run(INTERVAL_MS + 20, apply=False)
+    # Kafka's coordinator too answers a heartbeat for a group it does not know GROUP_ID_NOT_FOUND.
+    assert a.lost and a.lost[-1].reason.startswith("the coordinator fenced this member (GROUP_ID_NOT_FOUND")
+    assert a.sent[-1].member_epoch == 0 and a.sent[-1].member_id == "a-id"
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once() and a.machine.is_stable()
+
+
+def test_an_unreachable_coordinator_ends_the_lease_before_the_session_can() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(3 * INTERVAL_MS)
+    last_acknowledged = a.machine.session_anchor
+    assert last_acknowledged is not None and a.started
+    net.reachable = False
+    net.run(SESSION_MS)
+    (lost,) = a.lost
+    assert not a.started
+    # Declared lost a margin before the earliest moment the coordinator could expire it.
+    assert a.machine.lease_deadline() is None
+    assert "not been acknowledged in time" in lost.reason
+    net.reachable = True
+    net.run(SESSION_MS + 3 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+
+
+def test_an_application_that_never_finishes_revoking_loses_before_the_coordinator_fences_it() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(3 * INTERVAL_MS)
+    net.add("b")
+    # a is asked to revoke half but its application never gets to it.
+    for _ in range(REBALANCE_MS // 10 + 100):
+        net.now += 10
+        net.server.expire(net.now)
+        due = [m for m in net.in_transit if m[0] <= net.now]
+        net.in_transit = [m for m in net.in_transit if m[0] > net.now]
+        for _, member, event in due:
+            net.feed("a" if member is a else "b", event)
+        if net.members["b"].pending:
+            net.apply("b")
+        net.feed("a", Tick())
+        net.feed("b", Tick())
+        net.check_no_partition_started_twice()
+    assert a.lost, "the revocation outlived the rebalance timeout and the member kept its partitions"
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+
+
+def test_errors_a_retry_cannot_fix_fail_and_a_fenced_instance_is_final() -> None:
+    net = Network()
+    net.server = GroupCoordinator(CoordinatorConfig(), server_assignors={})  # no assignor at all
+    a = net.add("a")
+    net.run(20)
+    (failure,) = a.failures
+    assert failure.kind == "join" and failure.error_name == "UNSUPPORTED_ASSIGNOR"
+    assert a.machine.state is IncrementalState.UNJOINED
+
+    net = Network()
+    a = net.add("a", instance_id="i")
+    net.run(3 * INTERVAL_MS)
+    net.feed("a", GroupHeartbeatAnswered(net.now, ErrorCode.FENCED_INSTANCE_ID))
+    assert a.machine.state is IncrementalState.FENCED and not a.started and a.lost
+    assert [f.error_name for f in a.failures] == ["FENCED_INSTANCE_ID"]
+    net.feed("a", Polled())
+    net.run(3 * INTERVAL_MS)
+    assert a.machine.state is IncrementalState.FENCED and not a.started  # final
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_when_polled_again() -> None:
+    net = Network()
+    a = net.add("a", max_poll_interval_ms=2000)
+    net.add("b")
+    net.run(1900)
+    net.feed("b", Polled())
+    net.run(200)
+    assert a.lost and a.sent[-1].member_epoch == LEAVE_EPOCH
+    net.run(2 * INTERVAL_MS)
+    assert len(net.members["b"].started) == PARTITIONS
+    net.feed("a", Polled())
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once() and a.started
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    delay=st.sampled_from([0, 80, 300, 700]),
+    joins=st.lists(st.sampled_from("abcdef"), min_size=2, max_size=10),
+)
+def test_members_joining_and_leaving_at_random_never_start_a_partition_twice(
+    seed: int, delay: int, joins: list[str]
+) -> None:
+    # Answers take up to `delay` ms; members come, leave or crash; after every step no partition
+    # has been started by two applications, and once things stop changing (and the sessions of
+    # crashed members ran out) every partition is started exactly once.
+    net = Network(seed=seed, max_delay_ms=delay)
+    rng = random.Random(seed)
+    for name in joins:
+        if name in net.members and rng.random() < 0.5:
+            net.members[name].started.clear()
+            if rng.random() < 0.5:
+                net.feed(name, LeaveWanted("done"))  # leaves cleanly; else crashes
+            del net.members[name]
+            continue
+        if name not in net.members:
+            net.add(name)
+        net.run(rng.randint(0, 6) * INTERVAL_MS // 2)
+    if not net.members:
+        net.add("z")
+    net.run(SESSION_MS + 16 * INTERVAL_MS)
+    assert net.every_partition_started_once(), {n: len(m.started) for n, m in net.members.items()}
+    assert all(m.machine.is_stable() for m in net.members.values())
+
+
+def test_an_answer_of_an_ended_membership_is_ignored() -> None:
+    net = Network()
+    a = net.add("a")
+    net.run(3 * INTERVAL_MS)
+    while RequestKind.HEARTBEAT not in a.machine.in_flight:  # a heartbeat goes out...
+        net.now += 10
+        net.feed("a", Tick())
+    (answer,) = [event for _, member, event in net.in_transit if member is a]
+    net.in_transit.clear()  # ...and its answer is late
+    a.started.clear()
+    net.feed("a", LeaveWanted("bye"))
+    net.feed("a", Polled())  # wants to join again at once, but one heartbeat at a time
+    assert a.sent[-1].member_epoch == LEAVE_EPOCH
+    net.feed("a", answer)  # the late answer of the old membership changes nothing...
+    assert a.machine.member_epoch == 0 and a.machine.target is None and not a.pending
+    assert a.sent[-1].member_epoch == 0  # ...and the join goes out now
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+
+
+@pytest.mark.parametrize("error", [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNRELEASED_INSTANCE_ID])
+def test_retriable_errors_back_off(error: ErrorCode) -> None:
+    machine = IncrementalMachine(member_settings("m"))
+    machine.handle(Polled(), 0)
+    sent = [a for a in machine.handle(CoordinatorFound(), 0) if isinstance(a, SendGroupHeartbeat)]
+    assert [s.member_epoch for s in sent] == [0] and machine.in_flight == {RequestKind.HEARTBEAT}
+    assert machine.handle(GroupHeartbeatAnswered(0, error), 5) == []
+    assert machine.next_deadline() == 105
+    actions = machine.handle(Tick(), 105)
+    assert [type(a) for a in actions] == [SendGroupHeartbeat]
