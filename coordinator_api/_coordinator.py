@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import abc
 import logging
-import time
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-import kafka.errors
 import pluggy
-from kafka.net.manager import KafkaConnectionManager
-from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetFetchRequest
 
 from coordinator_api._errors import (
     CallbackError,
-    CommitFailedError,
     ConfigurationError,
     CoordinatorClosedError,
     FencedInstanceError,
@@ -26,16 +21,20 @@ from coordinator_api._errors import (
     InvalidAssignmentError,
     InvalidMetadataError,
 )
-from coordinator_api._membership import _machine as m
-from coordinator_api._membership._driver import MemberDriver, now_ms
-from coordinator_api._plugins._events import MemberEvent, MemberEventKind
+from coordinator_api._membership._session import (
+    CONNECTION_OPTIONS,
+    ApplicationAction,
+    Assign,
+    Complete,
+    Lost,
+    MemberSettings,
+    MembershipSession,
+    PrepareJoin,
+)
 from coordinator_api._plugins._manager import PluginHooks
-from coordinator_api._types import Generation, JoinedMember
+from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
-
-# Connection settings passed through to kafka-python's connection layer (security included).
-CONNECTION_OPTIONS = frozenset(KafkaConnectionManager.DEFAULT_CONFIG) - {"bootstrap_servers", "client_id"}
 
 
 class Coordinator(abc.ABC):
@@ -134,7 +133,7 @@ class Coordinator(abc.ABC):
         if unknown:
             raise ConfigurationError(f"group {group_id!r}: unknown connection option(s) {', '.join(unknown)}")
         self._group_id = group_id
-        self._settings = m.MemberSettings(
+        self._settings = MemberSettings(
             group_id=group_id,
             group_instance_id=group_instance_id,
             session_timeout_ms=session_timeout_ms,
@@ -151,11 +150,9 @@ class Coordinator(abc.ABC):
             "request_timeout_ms": request_timeout_ms,
         }
         self._request_timeout_ms = request_timeout_ms
-        self._driver: MemberDriver | None = None
+        self._session: MembershipSession | None = None
         self._closed = False
         self._hooks = PluginHooks(plugin_manager) if plugin_manager is not None else None
-        self._round_started: float | None = None
-        self._woken = False
 
     # --- what subclasses implement ---------------------------------------------------------------
 
@@ -207,19 +204,13 @@ class Coordinator(abc.ABC):
 
     def generation(self) -> Generation:
         """The member's current generation (``NO_GENERATION`` before it joined)."""
-        driver = self._driver
-        if driver is None:
-            return Generation(-1, "", None)
-        with driver.lock:
-            return driver.machine.generation()
+        session = self._session
+        return NO_GENERATION if session is None else session.generation()
 
     def generation_if_stable(self) -> Generation | None:
         """The generation if the member holds a settled assignment it may act on, else None."""
-        driver = self._driver
-        if driver is None:
-            return None
-        with driver.lock:
-            return driver.machine.generation() if driver.machine.is_stable(now_ms()) else None
+        session = self._session
+        return None if session is None else session.stable_generation()
 
     def ensure_active_group(self, timeout: float | None = None) -> None:
         """Join the group if needed and wait until this member holds a settled assignment.
@@ -227,52 +218,32 @@ class Coordinator(abc.ABC):
         :param timeout: seconds; None waits as long as it takes.
         :raises GroupTimeoutError: the group did not settle in time.
         """
-        driver = self._start()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            driver.submit(m.Polled())  # joins if the member is outside the group
-            self._run_app_actions(driver)
-            with driver.lock:
-                if driver.machine.is_stable() and not driver.app_actions:
-                    return
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise GroupTimeoutError(
-                        f"no stable generation within {timeout} s (member state: "
-                        f"{driver.machine.state.value}); check that the coordinator is reachable "
-                        "and the other members are polling",
-                        group_id=self._group_id,
-                        member_id=driver.machine.member_id,
-                    )
-                if not driver.app_actions:
-                    driver.lock.wait(0.5 if remaining is None else min(remaining, 0.5))
+        session = self._start()
+        deadline = session.deadline_after(timeout)
+        while not session.wait_until_stable(deadline):
+            if not self._run_callbacks(session) and deadline is not None and session.now_ms() >= deadline:
+                raise GroupTimeoutError(
+                    f"no stable generation within {timeout} s (member state: {session.member_state()}); "
+                    "check that the coordinator is reachable and the other members are polling",
+                    group_id=self._group_id,
+                    member_id=session.generation().member_id,
+                )
 
     def poll(self, timeout: float = 0.0) -> None:
         """Follow the group: run due callbacks, rejoining after a rebalance, for up to ``timeout``
         seconds; returns early after running a callback."""
-        driver = self._start()
-        driver.submit(m.Polled())
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            if self._run_app_actions(driver):
+        session = self._start()
+        session.record_poll()
+        deadline = session.now_ms() + int(max(timeout, 0.0) * 1000)
+        while not self._run_callbacks(session):
+            if not session.wait_for_action(deadline):
                 return
-            with driver.lock:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._woken:
-                    self._woken = False
-                    return
-                if not driver.app_actions:
-                    driver.lock.wait(remaining)
 
     def wakeup(self) -> None:
         """Make a :meth:`poll` blocked in another thread return now (or the next one return at
         once), e.g. to close the member from another thread without waiting for the poll."""
-        driver = self._driver
-        if driver is None:
-            return
-        with driver.lock:
-            self._woken = True
-            driver.lock.notify_all()
+        if self._session is not None:
+            self._session.wakeup()
 
     def request_rejoin(self, reason: str) -> None:
         """Rejoin on the next poll: the member releases its assignment (:meth:`on_join_prepare`),
@@ -282,16 +253,15 @@ class Coordinator(abc.ABC):
         this member is the leader or its metadata changed; a follower whose metadata did not
         change gets the current generation's assignment back.
         """
-        self._start().submit(m.JoinWanted(reason))
+        self._start().request_rejoin(reason)
 
     def leave_group(self, reason: str = "the application left") -> None:
         """Leave the group now (also for a static member); a later poll joins again."""
-        driver = self._driver
-        if driver is None:
+        session = self._session
+        if session is None:
             return
-        self._release_before_leaving(driver)
-        driver.submit(m.LeaveWanted(reason))
-        driver.wait_for_leave(self._request_timeout_ms / 1000)
+        self._release_before_leaving(session)
+        session.leave(reason, timeout_ms=self._request_timeout_ms)
 
     def close(self, timeout: float = 30.0) -> None:
         """Leave the group (dynamic members; a static member keeps its place for its session)
@@ -299,18 +269,15 @@ class Coordinator(abc.ABC):
         if self._closed:
             return
         self._closed = True
-        driver = self._driver
-        if driver is None:
+        session = self._session
+        if session is None:
             return
         try:
+            self._release_before_leaving(session)
             if self._settings.group_instance_id is None:
-                self._release_before_leaving(driver)
-                driver.submit(m.LeaveWanted("the member closed"))
-                driver.wait_for_leave(timeout)
-            else:
-                self._release_before_leaving(driver)
+                session.leave("the member closed", timeout_ms=int(timeout * 1000))
         finally:
-            driver.close()
+            session.close()
 
     def __enter__(self) -> Coordinator:
         return self
@@ -331,7 +298,7 @@ class Coordinator(abc.ABC):
         :param to_coordinator: send to the group's coordinator rather than any broker.
         :raises ConnectionError: no broker, or no coordinator yet, is reachable.
         """
-        return self._start().call(request, to_coordinator=to_coordinator)
+        return self._start().send_request(request, to_coordinator=to_coordinator)
 
     def commit_offsets(self, offsets: Mapping[tuple[str, int], int | tuple[int, str]]) -> None:
         """Commit offsets (with optional metadata strings) for this group, fenced by this
@@ -345,66 +312,10 @@ class Coordinator(abc.ABC):
             Empty group accepts it), as Kafka's consumer refuses too; stop acting on them and
             poll to rejoin.
         """
+        # The generation first: a member in none sends nothing, closed or not (a closed dynamic
+        # member has left its generation).
         generation = self.generation()
-        if generation.generation_id < 0:
-            raise CommitFailedError(
-                f"offset commit refused for generation {generation.generation_id}: this member is in "
-                "no generation (not joined, or its membership was lost), so nothing was sent; poll "
-                "to rejoin",
-                group_id=self._group_id,
-                member_id=generation.member_id,
-                errors=tuple(sorted((t, p, "UNKNOWN_MEMBER_ID") for t, p in offsets)),
-            )
-        entry = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, partition), value in sorted(offsets.items()):
-            offset, metadata = value if isinstance(value, tuple) else (value, "")
-            if not isinstance(offset, int) or offset < 0 or not isinstance(metadata, str):
-                raise ConfigurationError(
-                    f"group {self._group_id!r}: offset for {topic}-{partition} must be a non-negative "
-                    f"int (optionally with a metadata string), got {value!r}"
-                )
-            by_topic.setdefault(topic, []).append(
-                entry(
-                    partition_index=partition,
-                    committed_offset=offset,
-                    committed_leader_epoch=-1,
-                    committed_metadata=metadata,
-                )
-            )
-        request = OffsetCommitRequest(
-            group_id=self._group_id,
-            generation_id_or_member_epoch=generation.generation_id,
-            member_id=generation.member_id,
-            group_instance_id=None,
-            retention_time_ms=-1,
-            topics=[
-                OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=p)
-                for t, p in by_topic.items()
-            ],
-            # v10 (KIP-848) names topics by id only: a Kafka 4 broker would refuse these
-            # name-keyed partitions with UNKNOWN_TOPIC_ID. v9 is the last by name, as for
-            # Kafka's own consumer when it has no topic ids.
-            max_version=9,
-        )
-        response = self.send_request(request, to_coordinator=True)
-        refused = tuple(
-            sorted(
-                (t.name, p.partition_index, kafka.errors.for_code(p.error_code).message)
-                for t in response.topics
-                for p in t.partitions
-                if p.error_code
-            )
-        )
-        if refused:
-            raise CommitFailedError(
-                f"offset commit refused for generation {generation.generation_id}: "
-                + ", ".join(f"{t}-{p}: {e}" for t, p, e in refused)
-                + "; stop acting on those partitions and poll to rejoin",
-                group_id=self._group_id,
-                member_id=generation.member_id,
-                errors=refused,
-            )
+        (self._session or self._start()).commit_offsets(offsets, generation=generation)
 
     def committed_offsets(
         self, partitions: Iterable[tuple[str, int]] | None = None
@@ -415,174 +326,89 @@ class Coordinator(abc.ABC):
 
         :raises GroupError: the coordinator answered with an error for the group.
         """
-        wanted = None if partitions is None else sorted(set(partitions))
-        topics: dict[str, list[int]] | None = None
-        if wanted is not None:
-            topics = {}
-            for topic, partition in wanted:
-                topics.setdefault(topic, []).append(partition)
-        group = OffsetFetchRequest.OffsetFetchRequestGroup
-        request = OffsetFetchRequest(
-            group_id=self._group_id,
-            topics=None
-            if topics is None
-            else [
-                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=p)
-                for t, p in topics.items()
-            ],
-            groups=[
-                group(
-                    group_id=self._group_id,
-                    topics=None
-                    if topics is None
-                    else [
-                        group.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in topics.items()
-                    ],
-                )
-            ],
-            require_stable=False,
-            min_version=0 if topics is not None else 2,
-            max_version=8,
-        )
-        response = self.send_request(request, to_coordinator=True)
-        if response.API_VERSION >= 8:
-            error_code, answered = response.groups[0].error_code, response.groups[0].topics
-        else:
-            error_code = response.error_code if response.API_VERSION >= 2 else 0
-            answered = response.topics
-        errors = [(error_code, "")] + [
-            (p.error_code, f"{t.name}-{p.partition_index}") for t in answered for p in t.partitions
-        ]
-        for code, where in errors:
-            if code:
-                raise GroupError(
-                    f"offset fetch{' for ' + where if where else ''} failed: "
-                    f"{kafka.errors.for_code(code).message}; retry later",
-                    group_id=self._group_id,
-                    member_id=self.member_id,
-                )
-        return {
-            (t.name, p.partition_index): (p.committed_offset, p.metadata or "")
-            for t in answered
-            for p in t.partitions
-            if p.committed_offset >= 0
-        }
+        return self._start().committed_offsets(partitions)
 
     # --- internals ---------------------------------------------------------------------------------
 
-    def _start(self) -> MemberDriver:
+    @property
+    def _driver(self) -> MembershipSession | None:
+        # tests/spark/test_spark_member.py closes a member's session this way to make it vanish
+        # as a killed process would (no LeaveGroup); kept until that test uses `_session`.
+        return self._session
+
+    def _start(self) -> MembershipSession:
         if self._closed:
             raise CoordinatorClosedError(
                 "this Coordinator is closed; create a new one", group_id=self._group_id, member_id=""
             )
-        if self._driver is None:
-            self._driver = MemberDriver(
+        if self._session is None:
+            self._session = MembershipSession.connect(
                 self._settings,
                 protocol_type=self.protocol_type(),
                 connection_options=self._connection_options,
-                on_lost=self._lost,
                 request_timeout_ms=self._request_timeout_ms,
-                observe=self._observe if self._hooks is not None else None,
+                on_lost=self._lost,
+                observe=self._hooks.on_member_event if self._hooks is not None else None,
             )
-        return self._driver
+        return self._session
 
-    def _observe(
-        self,
-        kind: MemberEventKind,
-        generation: int,
-        member_id: str,
-        protocol: str | None,
-        duration_ms: float | None,
-        detail: str,
-    ) -> None:
-        if self._hooks is not None:
-            self._hooks.on_member_event(
-                MemberEvent(
-                    kind=kind,
-                    group_id=self._group_id,
-                    member_id=member_id,
-                    generation_id=generation,
-                    protocol=protocol,
-                    duration_ms=duration_ms,
-                    detail=detail,
-                )
-            )
-
-    def _lost(self, action: m.Lost) -> None:
+    def _lost(self, lost: Lost) -> None:
         try:
-            self.on_lost(action.reason)
+            self.on_lost(lost.reason)
         except Exception:
-            log.exception("group %s member %s: on_lost raised", self._group_id, action.member_id)
+            log.exception("group %s member %s: on_lost raised", self._group_id, lost.member_id)
 
-    def _release_before_leaving(self, driver: MemberDriver) -> None:
-        with driver.lock:
-            holds = driver.machine.holds_assignment
-        if holds:
-            self._callback(driver, "on_leave_prepare", self.on_leave_prepare)
+    def _release_before_leaving(self, session: MembershipSession) -> None:
+        if session.holds_assignment():
+            self._callback(session, "on_leave_prepare", self.on_leave_prepare)
 
-    def _callback(self, driver: MemberDriver, name: str, fn: Any, *args: Any) -> Any:
+    def _callback(self, session: MembershipSession, name: str, fn: Any, *args: Any) -> Any:
         try:
             return fn(*args)
         except Exception as exc:
-            raise CallbackError(name, group_id=self._group_id, member_id=driver.machine.member_id) from exc
+            raise CallbackError(
+                name, group_id=self._group_id, member_id=session.generation().member_id
+            ) from exc
 
-    def _run_app_actions(self, driver: MemberDriver) -> bool:
-        """Run the callbacks the machine asked for; True if any ran."""
+    def _run_callbacks(self, session: MembershipSession) -> bool:
+        """Run the callbacks the session asks for; True if any ran."""
         ran = False
-        while True:
-            with driver.lock:
-                if not driver.app_actions:
-                    return ran
-                action = driver.app_actions.popleft()
+        while (action := session.next_action()) is not None:
             ran = True
-            if not isinstance(action, m.Fail) and not self._still_wanted(driver, action):
-                continue  # the generation it belongs to is gone (lost, left, fenced)
-            if isinstance(action, m.Fail):
-                error_cls = FencedInstanceError if action.kind == "fenced" else GroupJoinError
-                if error_cls is GroupJoinError:
-                    raise GroupJoinError(
-                        action.message,
-                        group_id=self._group_id,
-                        member_id=driver.machine.member_id,
-                        error_name=action.error_name,
-                    )
-                raise FencedInstanceError(
-                    action.message, group_id=self._group_id, member_id=driver.machine.member_id
-                )
-            if isinstance(action, m.PrepareJoin):
-                self._prepare(driver, action)
-            elif isinstance(action, m.Assign):
-                self._assign(driver, action)
-            elif isinstance(action, m.Complete):
-                self._complete(driver, action)
+            self._run(session, action)
+        return ran
 
-    @staticmethod
-    def _still_wanted(driver: MemberDriver, action: m.Action) -> bool:
-        with driver.lock:
-            return driver.machine.awaiting_app is not None and driver.machine.awaiting_action is action
+    def _run(self, session: MembershipSession, action: ApplicationAction) -> None:
+        if isinstance(action, PrepareJoin):
+            self._prepare(session, action)
+        elif isinstance(action, Assign):
+            self._assign(session, action)
+        elif isinstance(action, Complete):
+            self._complete(session, action)
+        elif action.kind == "fenced":
+            raise FencedInstanceError(action.message, group_id=self._group_id, member_id=self.member_id)
+        else:
+            raise GroupJoinError(
+                action.message,
+                group_id=self._group_id,
+                member_id=self.member_id,
+                error_name=action.error_name,
+            )
 
-    def _prepare(self, driver: MemberDriver, action: m.PrepareJoin) -> None:
+    def _prepare(self, session: MembershipSession, request: PrepareJoin) -> None:
         error: CallbackError | None = None
-        self._round_started = time.monotonic()
-        if action.revoke:
+        if request.revoke:
             try:
                 self._callback(
-                    driver, "on_join_prepare", self.on_join_prepare, action.generation_id, action.member_id
+                    session, "on_join_prepare", self.on_join_prepare, request.generation_id, request.member_id
                 )
             except CallbackError as exc:
                 error = exc  # the join goes on: the group must not wait for us
-            self._observe(
-                "revoked",
-                action.generation_id,
-                action.member_id,
-                None,
-                (time.monotonic() - self._round_started) * 1000,
-                "" if error is None else "on_join_prepare raised",
-            )
+            session.report_revoked(request, ok=error is None)
         try:
-            protocols = self._callback(driver, "metadata", self.metadata)
+            protocols = self._callback(session, "metadata", self.metadata)
         except CallbackError:
-            driver.submit(m.PrepareFailed())
+            session.report_metadata(request, None)
             raise
         if (
             not isinstance(protocols, list | tuple)
@@ -595,27 +421,27 @@ class Coordinator(abc.ABC):
                 for p in protocols
             )
         ):
-            driver.submit(m.PrepareFailed())
+            session.report_metadata(request, None)
             raise InvalidMetadataError(
                 "metadata() must return a non-empty list of (protocol name, metadata bytes); "
                 f"got {protocols!r}",
                 group_id=self._group_id,
-                member_id=driver.machine.member_id,
+                member_id=self.member_id,
             )
-        driver.submit(m.Prepared(tuple((name, bytes(meta)) for name, meta in protocols)))
+        session.report_metadata(request, [(name, bytes(meta)) for name, meta in protocols])
         if error is not None:
             raise error
 
-    def _assign(self, driver: MemberDriver, action: m.Assign) -> None:
-        member_ids = {member.member_id for member in action.members}
+    def _assign(self, session: MembershipSession, request: Assign) -> None:
+        member_ids = {member.member_id for member in request.members}
         try:
             result = self._callback(
-                driver,
+                session,
                 "perform_assignment",
                 self.perform_assignment,
-                action.leader_id,
-                action.protocol_name,
-                list(action.members),
+                request.leader_id,
+                request.protocol_name,
+                list(request.members),
             )
             if not isinstance(result, dict) or not all(
                 isinstance(k, str) and isinstance(v, bytes | bytearray) for k, v in result.items()
@@ -623,54 +449,32 @@ class Coordinator(abc.ABC):
                 raise InvalidAssignmentError(
                     f"perform_assignment must return dict[str, bytes], got {type(result).__name__}",
                     group_id=self._group_id,
-                    member_id=action.leader_id,
+                    member_id=request.leader_id,
                 )
             unknown = sorted(set(result) - member_ids)
             if unknown:
                 raise InvalidAssignmentError(
                     f"perform_assignment named members not in this generation: {', '.join(unknown)}",
                     group_id=self._group_id,
-                    member_id=action.leader_id,
+                    member_id=request.leader_id,
                 )
         except GroupError:
-            driver.submit(m.AssignmentFailed())
+            session.report_assignment(request, None)
             raise
-        driver.submit(m.AssignmentComputed(tuple((k, bytes(v)) for k, v in sorted(result.items()))))
+        session.report_assignment(request, {k: bytes(v) for k, v in result.items()})
 
-    def _complete(self, driver: MemberDriver, action: m.Complete) -> None:
-        with driver.lock:
-            fresh = driver.machine.assignment_fresh(now_ms())
-        if not fresh:
-            # Paused (or starved) between the SyncGroup answer and now for longer than the lease:
-            # the assignment may already be another member's. Drop it and join again.
-            log.warning(
-                "group %s member %s: generation %d's assignment came too late to act on; rejoining",
-                self._group_id,
-                action.member_id,
-                action.generation_id,
-            )
-            driver.submit(m.Completed(ok=False, reason="the assignment arrived after the lease ran out"))
-            return
+    def _complete(self, session: MembershipSession, request: Complete) -> None:
         try:
             self._callback(
-                driver,
+                session,
                 "on_join_complete",
                 self.on_join_complete,
-                action.generation_id,
-                action.member_id,
-                action.protocol_name,
-                action.assignment,
+                request.generation_id,
+                request.member_id,
+                request.protocol_name,
+                request.assignment,
             )
         except CallbackError:
-            driver.submit(m.Completed(ok=False))
+            session.report_completed(request, ok=False)
             raise
-        driver.submit(m.Completed(ok=True))
-        started = self._round_started
-        self._observe(
-            "assigned",
-            action.generation_id,
-            action.member_id,
-            action.protocol_name,
-            None if started is None else (time.monotonic() - started) * 1000,
-            "",
-        )
+        session.report_completed(request, ok=True)

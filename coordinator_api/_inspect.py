@@ -14,9 +14,9 @@ from typing import Any
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
-from kafka.protocol.metadata import FindCoordinatorRequest
 
 from coordinator_api._errors import GroupError
+from coordinator_api._membership import _driver
 from coordinator_api._plugins._registry import PayloadDecoderRegistry
 
 
@@ -64,18 +64,15 @@ class _Connection:
 
         return self._manager.run(call)
 
-    def find_coordinator(self, group_id: str) -> Any:
-        """The FindCoordinator answer for ``group_id`` (node id, host, port)."""
-        response = self.send(FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id]))
-        result = response.coordinators[0] if response.coordinators else response
-        if result.error_code:
-            raise GroupError(
-                f"FindCoordinator answered error code {result.error_code}", group_id=group_id, member_id=""
+    def find_coordinator(self, group_id: str) -> _driver.FoundCoordinator:
+        """The broker that coordinates ``group_id``, registered for :meth:`send`."""
+        try:
+            found: _driver.FoundCoordinator = self._manager.run(
+                lambda: _driver.find_coordinator(self._manager, group_id, timeout_ms=self._timeout_ms)
             )
-        return result
-
-    def coordinator_of(self, group_id: str) -> Any:
-        return self._manager.cluster.add_coordinator(self.find_coordinator(group_id), 0, group_id)
+        except _driver.CoordinatorNotFoundError as exc:
+            raise GroupError(str(exc), group_id=group_id, member_id="") from exc
+        return found
 
     def close(self) -> None:
         try:
@@ -105,7 +102,7 @@ def find_coordinator(bootstrap_servers: str, group_id: str, *, timeout_ms: int =
     """
     conn = _Connection(bootstrap_servers, timeout_ms)
     try:
-        return int(conn.find_coordinator(group_id).node_id)
+        return conn.find_coordinator(group_id).broker_id
     finally:
         conn.close()
 
@@ -114,7 +111,7 @@ def describe_group(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 1
     """One group, its members and their raw metadata and assignments."""
     conn = _Connection(bootstrap_servers, timeout_ms)
     try:
-        node = conn.coordinator_of(group_id)
+        node = conn.find_coordinator(group_id).node
         response = conn.send(
             DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False), node
         )

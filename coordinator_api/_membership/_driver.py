@@ -1,16 +1,26 @@
-"""The thin driver: runs the member state machine over kafka-python's connections.
+"""The thin driver: runs a member state machine on threads, with kafka-python's connections at
+the edge.
+
+Its contract with a machine is :class:`MemberStateMachine`: ``handle(event, now_ms)`` returns
+actions, ``next_deadline()`` says when the machine next needs a :class:`~._machine.Tick`, and
+``generation()`` names the generation. Its contract with the network is :class:`Wire`: send the
+request for a network action and feed the answer (or the failure) back as an event.
+:class:`ClassicWire` is that translator for the classic protocol over kafka-python's connections
+and message classes; a second kind of machine brings its own wire and runs in the same driver.
 
 Threads:
 
-* kafka-python's IO thread does the network (its ``NetworkSelector``); responses arrive there
-  and are fed to the machine.
+* kafka-python's IO thread does the network (its ``NetworkSelector``); answers arrive there and
+  are fed to the machine.
 * The driver's own thread (``coordinator-heartbeat-<group>``) wakes at the machine's deadlines
   so heartbeats, retries and the lease run while the application does other work; it also runs
-  the application's ``on_lost`` hook, which must therefore be quick and thread-safe.
-* The application's thread runs every other callback, inside ``poll``/``ensure_active_group``,
-  by taking the actions queued for it here.
+  the ``on_lost`` hook, which must therefore be quick and thread-safe.
+* The application's thread runs every other callback: it takes the actions queued for it here
+  through the :class:`~coordinator_api._membership._session.MembershipSession` that owns this
+  driver.
 
-All access to the machine holds one lock; no application code runs under it.
+All access to the machine holds one lock; no application code and no network call runs under
+it. Time comes from one clock, which the session that owns the driver hands it.
 """
 
 from __future__ import annotations
@@ -20,7 +30,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -35,74 +46,115 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from coordinator_api._membership import _machine as m
 from coordinator_api._plugins._events import MemberEventKind
 from coordinator_api._protocol import ErrorCode
-from coordinator_api._types import JoinedMember
+from coordinator_api._types import Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
 
-_APP_ACTIONS = (m.PrepareJoin, m.Assign, m.Complete, m.Fail)
+Clock = Callable[[], int]
+"""Milliseconds on a monotonic scale (any origin): the membership layer's one clock."""
+
+# Connection settings passed through to kafka-python's connection layer (security included).
+CONNECTION_OPTIONS: Final = frozenset(KafkaConnectionManager.DEFAULT_CONFIG) - {
+    "bootstrap_servers",
+    "client_id",
+}
+
+ApplicationAction = m.PrepareJoin | m.Assign | m.Complete | m.Fail
+"""The actions the application's thread carries out: the user's callbacks, or an error to raise."""
+
+_APPLICATION_ACTIONS = (m.PrepareJoin, m.Assign, m.Complete, m.Fail)
+
+Observer = Callable[[MemberEventKind, int, str, str | None, float | None, str], None]
+"""(kind, generation, member id, protocol, duration ms, detail) for the observability hooks."""
 
 
-def now_ms() -> int:
+def monotonic_ms() -> int:
+    """The default clock: ``time.monotonic()`` in milliseconds."""
     return int(time.monotonic() * 1000)
 
 
+class MemberStateMachine(Protocol):
+    """What the driver needs of a sans-IO member machine (the classic one today)."""
+
+    def handle(self, event: m.Event, now: int) -> list[m.Action]: ...
+
+    def next_deadline(self) -> int | None: ...
+
+    def generation(self) -> Generation: ...
+
+
+class Wire(Protocol):
+    """The network edge of a member: the machine's network actions as requests, their answers
+    as events."""
+
+    def send(self, action: m.Action, sent_at: int, deliver: Callable[[m.Event], object]) -> None:
+        """Send the request for ``action`` (issued at ``sent_at`` on the driver's clock) and,
+        later and on any thread, ``deliver`` the event its answer or failure makes."""
+
+    def call(self, request: Any, *, to_coordinator: bool) -> Any:
+        """Send one request of the application's own and wait for its answer."""
+
+    def close(self) -> None:
+        """Release the connections."""
+
+
 class MemberDriver:
-    """Owns the machine, the connections and the heartbeat thread of one member."""
+    """Runs one member machine: feeds it events under one lock, queues the actions meant for the
+    application's thread, hands network actions to the wire and wakes the machine at its
+    deadlines. Its owner (the session) reads ``machine`` and ``app_actions`` under ``lock``."""
 
     def __init__(
         self,
-        settings: m.MemberSettings,
+        machine: MemberStateMachine,
+        wire: Wire,
         *,
-        protocol_type: str,
-        connection_options: dict[str, Any],
+        name: str,
+        clock: Clock,
         on_lost: Callable[[m.Lost], None],
-        request_timeout_ms: int,
-        observe: Callable[[MemberEventKind, int, str, str | None, float | None, str], None] | None = None,
+        observe: Observer | None = None,
     ) -> None:
-        self.settings = settings
-        self._protocol_type = protocol_type
-        self._on_lost = on_lost
-        # (kind, generation, member id, protocol, duration ms, detail) for observability hooks
-        self._observe = observe
-        self._request_timeout_ms = request_timeout_ms
-        self.machine = m.MemberMachine(settings)
+        self.machine = machine
+        self.clock = clock
         self.lock = threading.Condition()
-        self.app_actions: collections.deque[m.Action] = collections.deque()
-        self._closed = False
-        self._coordinator_node: str | None = None
-        self._net = NetworkSelector(client_id=connection_options.get("client_id", "coordinator-api"))
-        self._manager = KafkaConnectionManager(self._net, **connection_options)
-        self._thread = threading.Thread(
-            target=self._run, name=f"coordinator-heartbeat-{settings.group_id}", daemon=True
-        )
-        self._net.start()
+        self.app_actions: collections.deque[ApplicationAction] = collections.deque()
+        self.closed = False
+        self._name = name
+        self._wire = wire
+        self._on_lost = on_lost
+        self._observe = observe
+        self._thread = threading.Thread(target=self._run, name=f"coordinator-heartbeat-{name}", daemon=True)
         self._thread.start()
 
     # --- feeding the machine --------------------------------------------------------------------
 
-    def submit(self, event: m.Event) -> None:
-        """Feed one event (any thread) and carry out what it leads to."""
+    def submit(self, event: m.Event, *, only_if: Callable[[], bool] | None = None) -> bool:
+        """Feed one event (any thread) and carry out what it leads to.
+
+        :param only_if: checked under the lock first; the event is dropped if it says False (an
+            answer to a request the machine no longer waits for).
+        :returns: whether the machine was given the event.
+        """
         lost: list[m.Lost] = []
         network: list[m.Action] = []
         with self.lock:
-            if self._closed:
-                return
-            now = now_ms()
+            if self.closed or (only_if is not None and not only_if()):
+                return False
+            now = self.clock()
             actions = self.machine.handle(event, now)
             generation = self.machine.generation()
             if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick)):
-                log.debug("group %s: %r -> %r", self.settings.group_id, event, actions)
+                log.debug("group %s: %r -> %r", self._name, event, actions)
             for action in actions:
                 if isinstance(action, m.Lost):
                     lost.append(action)
-                elif isinstance(action, _APP_ACTIONS):
+                elif isinstance(action, _APPLICATION_ACTIONS):
                     self.app_actions.append(action)
                 else:
                     network.append(action)
             self.lock.notify_all()
-        # Outside the lock: a response may complete at once and feed the machine again.
+        # Outside the lock: an answer may come at once and feed the machine again.
         for action in network:
-            self._send(action)
+            self._wire.send(action, now, self.submit)
         if self._observe is not None:
             if isinstance(event, m.JoinAnswered) and event.error == ErrorCode.NONE:
                 self._observe(
@@ -122,33 +174,116 @@ class MemberDriver:
                 self._observe("lost", action.generation_id, action.member_id, None, None, action.reason)
         for action in lost:
             log.warning(
-                "group %s member %s: assignment lost: %s",
-                self.settings.group_id,
-                action.member_id,
-                action.reason,
+                "group %s member %s: assignment lost: %s", self._name, action.member_id, action.reason
             )
             self._on_lost(action)
+        return True
 
     def _run(self) -> None:
         while True:
             with self.lock:
-                if self._closed:
+                if self.closed:
                     return
                 deadline = self.machine.next_deadline()
                 # At least a millisecond: a deadline that is due is handled by the Tick below.
-                wait_s = 1.0 if deadline is None else max((deadline - now_ms()) / 1000, 0.001)
+                wait_s = 1.0 if deadline is None else max((deadline - self.clock()) / 1000, 0.001)
                 self.lock.wait(min(wait_s, 1.0))
-                if self._closed:
+                if self.closed:
                     return
             self.submit(m.Tick())
 
-    # --- network --------------------------------------------------------------------------------
+    # --- the application's own requests and shutdown ----------------------------------------------
 
-    def _send(self, action: m.Action) -> None:
-        s = self.settings
-        sent_at = now_ms()
+    def call(self, request: Any, *, to_coordinator: bool) -> Any:
+        """Send one request and wait for its answer (application thread)."""
+        return self._wire.call(request, to_coordinator=to_coordinator)
+
+    def close(self) -> None:
+        """Stop the heartbeat thread and release the connections, without leaving. Idempotent."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.lock.notify_all()
+        self._thread.join(timeout=5)
+        self._wire.close()
+
+
+# --- kafka-python's connections ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundCoordinator:
+    """A FindCoordinator answer.
+
+    :ivar broker_id: the coordinating broker's node id, as the cluster names it.
+    :ivar node: the node id kafka-python's connections use for it: a dedicated connection, as
+        Kafka's clients keep one for the coordinator.
+    """
+
+    broker_id: int
+    node: str
+
+
+class CoordinatorNotFoundError(ConnectionError):
+    """FindCoordinator answered an error (e.g. COORDINATOR_NOT_AVAILABLE while a Kafka cluster
+    is still electing one); asking again later may succeed."""
+
+    def __init__(self, group_id: str, error_code: int) -> None:
+        super().__init__(f"FindCoordinator answered error code {error_code}")
+        self.group_id = group_id
+        self.error_code = error_code
+
+
+async def find_coordinator(
+    manager: KafkaConnectionManager, group_id: str, *, timeout_ms: int
+) -> FoundCoordinator:
+    """Bootstrap if needed, ask the least loaded broker which broker coordinates ``group_id`` and
+    register it with ``manager`` (runs on kafka-python's IO thread).
+
+    :raises ConnectionError: no broker is reachable.
+    :raises CoordinatorNotFoundError: FindCoordinator answered an error.
+    """
+    if not manager.bootstrapped:
+        await manager.bootstrap_async(timeout_ms=timeout_ms)
+    node = manager.least_loaded_node()
+    if node is None:
+        raise ConnectionError("no broker is reachable")
+    # All fields set: the connection negotiates the version (v0-3 key, v4+ coordinator_keys).
+    request = FindCoordinatorRequest(key=group_id, key_type=0, coordinator_keys=[group_id])
+    response = await manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+    result = response.coordinators[0] if response.coordinators else response
+    if result.error_code:
+        raise CoordinatorNotFoundError(group_id, result.error_code)
+    return FoundCoordinator(int(result.node_id), manager.cluster.add_coordinator(result, 0, group_id))
+
+
+class ClassicWire:
+    """The classic protocol's network actions as kafka-python requests to the group's
+    coordinator (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+
+    def __init__(
+        self,
+        settings: m.MemberSettings,
+        *,
+        protocol_type: str,
+        connection_options: dict[str, Any],
+        request_timeout_ms: int,
+    ) -> None:
+        self._settings = settings
+        self._protocol_type = protocol_type
+        self._request_timeout_ms = request_timeout_ms
+        self._coordinator_node: str | None = None
+        self._net = NetworkSelector(client_id=connection_options.get("client_id", "coordinator-api"))
+        self._manager = KafkaConnectionManager(self._net, **connection_options)
+        self._net.start()
+
+    def send(self, action: m.Action, sent_at: int, deliver: Callable[[m.Event], object]) -> None:
+        s = self._settings
         if isinstance(action, m.FindCoordinator):
-            self._request(self._find_coordinator(), m.RequestKind.FIND, lambda _r: m.CoordinatorFound())
+            self._request(
+                self._find_coordinator, m.RequestKind.FIND, lambda _r: m.CoordinatorFound(), deliver
+            )
         elif isinstance(action, m.SendJoinGroup):
             request = JoinGroupRequest(
                 group_id=s.group_id,
@@ -177,6 +312,7 @@ class MemberDriver:
                         JoinedMember(x.member_id, x.group_instance_id, bytes(x.metadata)) for x in r.members
                     ),
                 ),
+                deliver,
             )
         elif isinstance(action, m.SendSyncGroup):
             request = SyncGroupRequest(
@@ -195,6 +331,7 @@ class MemberDriver:
                 self._to_coordinator(request, s.rebalance_timeout_ms + 5000),
                 m.RequestKind.SYNC,
                 lambda r: m.SyncAnswered(sent_at, r.error_code, bytes(r.assignment)),
+                deliver,
             )
         elif isinstance(action, m.SendHeartbeat):
             request = HeartbeatRequest(
@@ -208,6 +345,7 @@ class MemberDriver:
                 self._to_coordinator(request, s.session_timeout_ms),
                 m.RequestKind.HEARTBEAT,
                 lambda r: m.HeartbeatAnswered(sent_at, r.error_code),
+                deliver,
             )
         elif isinstance(action, m.SendLeaveGroup):
             request = LeaveGroupRequest(
@@ -225,9 +363,16 @@ class MemberDriver:
                 self._to_coordinator(request, self._request_timeout_ms),
                 m.RequestKind.LEAVE,
                 lambda r: m.LeaveAnswered(r.error_code),
+                deliver,
             )
 
-    def _request(self, coro: Any, kind: m.RequestKind, on_response: Callable[[Any], m.Event]) -> None:
+    def _request(
+        self,
+        coro: Any,
+        kind: m.RequestKind,
+        on_response: Callable[[Any], m.Event],
+        deliver: Callable[[m.Event], object],
+    ) -> None:
         future = self._manager.call_soon(coro)
 
         def done(response: Any) -> None:
@@ -235,32 +380,23 @@ class MemberDriver:
                 event = on_response(response)
             except Exception as exc:  # a response of an unexpected shape
                 event = m.RequestFailed(kind, repr(exc))
-            self.submit(event)
+            deliver(event)
 
         def failed(exc: Any) -> None:
             if kind is m.RequestKind.FIND:
-                self.submit(m.CoordinatorLookupFailed(repr(exc)))
+                deliver(m.CoordinatorLookupFailed(repr(exc)))
             else:
                 self._coordinator_node = None
-                self.submit(m.RequestFailed(kind, repr(exc)))
+                deliver(m.RequestFailed(kind, repr(exc)))
 
         future.add_callback(done)
         future.add_errback(failed)
 
     async def _find_coordinator(self) -> None:
-        group = self.settings.group_id
-        if not self._manager.bootstrapped:
-            await self._manager.bootstrap_async(timeout_ms=self._request_timeout_ms)
-        node = self._manager.least_loaded_node()
-        if node is None:
-            raise ConnectionError("no broker is reachable")
-        # All fields set: the connection negotiates the version (v0-3 key, v4+ coordinator_keys).
-        request = FindCoordinatorRequest(key=group, key_type=0, coordinator_keys=[group])
-        response = await self._manager.send(request, node_id=node)
-        result = response.coordinators[0] if response.coordinators else response
-        if result.error_code != 0:
-            raise ConnectionError(f"FindCoordinator answered error code {result.error_code}")
-        self._coordinator_node = self._manager.cluster.add_coordinator(result, 0, group)
+        found = await find_coordinator(
+            self._manager, self._settings.group_id, timeout_ms=self._request_timeout_ms
+        )
+        self._coordinator_node = found.node
 
     async def _to_coordinator_send(self, request: Any, timeout_ms: int) -> Any:
         node = self._coordinator_node
@@ -271,11 +407,9 @@ class MemberDriver:
     def _to_coordinator(self, request: Any, timeout_ms: int) -> Any:
         return lambda: self._to_coordinator_send(request, timeout_ms)
 
-    # --- requests the application makes on its own thread -----------------------------------------
-
     def call(self, request: Any, *, to_coordinator: bool) -> Any:
-        """Send one request and wait for its answer (application thread; a protocol plugin's
-        own requests, e.g. Metadata for its assignor or OffsetCommit)."""
+        """Send one request and wait for its answer (application thread; a protocol plugin's own
+        requests, e.g. Metadata for its assignor, or OffsetCommit)."""
 
         async def send() -> Any:
             if not self._manager.bootstrapped:
@@ -293,19 +427,7 @@ class MemberDriver:
 
         return self._manager.run(send)
 
-    # --- shutdown -------------------------------------------------------------------------------
-
-    def wait_for_leave(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        with self.lock:
-            while m.RequestKind.LEAVE in self.machine.in_flight and time.monotonic() < deadline:
-                self.lock.wait(max(deadline - time.monotonic(), 0))
-
     def close(self) -> None:
-        with self.lock:
-            self._closed = True
-            self.lock.notify_all()
-        self._thread.join(timeout=5)
         try:
             self._manager.close()
         finally:
