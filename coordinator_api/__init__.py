@@ -21,6 +21,7 @@ from coordinator_api._errors import (
     InvalidMetadataError,
     PayloadError,
 )
+from coordinator_api._membership._group_heartbeat import GroupSubscription
 from coordinator_api._payload import decode, decode_members, encode, payload, peek_version, since
 from coordinator_api._plugins import (
     AssignmentSpec,
@@ -62,6 +63,7 @@ __all__ = [
     "Generation",
     "GroupError",
     "GroupJoinError",
+    "GroupSubscription",
     "GroupTimeoutError",
     "InvalidAssignmentError",
     "InvalidMetadataError",

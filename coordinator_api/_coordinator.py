@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import uuid
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
@@ -26,10 +27,13 @@ from coordinator_api._membership._session import (
     ApplicationAction,
     Assign,
     Complete,
+    GroupSubscription,
+    IncrementalSettings,
     Lost,
     MemberSettings,
     MembershipSession,
     PrepareJoin,
+    Reconcile,
 )
 from coordinator_api._plugins._manager import PluginHooks
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
@@ -37,8 +41,15 @@ from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 log = logging.getLogger("coordinator_api.membership")
 
 
+#: The group protocols a member may speak: Kafka's classic one (JoinGroup, SyncGroup,
+#: Heartbeat; the group leader assigns) and the incremental one of KIP-848
+#: (ConsumerGroupHeartbeat; the coordinator assigns, each member reconciles on its own).
+GROUP_PROTOCOLS = ("classic", "consumer")
+
+
 class Coordinator(abc.ABC):
-    """A member of a group coordinated by Kafka's classic group protocol.
+    """A member of a group coordinated by Kafka's classic group protocol (or, for consumer
+    groups, the incremental one: ``group_protocol="consumer"``).
 
     Subclass it and implement :meth:`protocol_type`, :meth:`metadata`,
     :meth:`perform_assignment` and :meth:`on_join_complete` (and, if useful,
@@ -58,6 +69,17 @@ class Coordinator(abc.ABC):
     :class:`~coordinator_api.GroupJoinError`; another process joining with the same
     ``group_instance_id`` raises :class:`~coordinator_api.FencedInstanceError`.
 
+    **The incremental protocol** (``group_protocol="consumer"``, KIP-848): the coordinator
+    computes every member's assignment from what each subscribes to (:meth:`group_subscription`),
+    and each member reconciles on its own, with no group-wide barrier: :meth:`on_reconcile`
+    stops what the member gives up and then starts what it is given, and the member
+    acknowledges at once. Only the consumer protocol type is served this way (by Kafka 4's
+    brokers and by the embedded coordinator); :meth:`metadata`, :meth:`perform_assignment`,
+    :meth:`on_join_prepare` and :meth:`on_join_complete` are not used. The coordinator sets the
+    heartbeat interval and the session; ``session_timeout_ms`` must not exceed its session
+    (``group.consumer.session.timeout.ms``, 45 s on Kafka by default), since the member's lease
+    is counted from it.
+
     :param group_id: the group to join.
     :param bootstrap_servers: ``host:port[,host:port...]`` of the coordinator or Kafka cluster.
     :param group_instance_id: a static member id (KIP-345): a restart within the session keeps
@@ -75,6 +97,7 @@ class Coordinator(abc.ABC):
     :param client_id: the client id sent to the coordinator (member ids start with it).
     :param retry_backoff_ms: pause before retrying after an error.
     :param request_timeout_ms: timeout for requests without a timeout of their own.
+    :param group_protocol: ``"classic"`` (the default) or ``"consumer"`` (see above).
     :param plugin_manager: a plugin manager (:func:`~coordinator_api.get_plugin_manager`) whose
         ``coordinator_api_on_member_event`` hooks observe this member: joined, assigned,
         revoked, lost and left, with the generation and how long each step took.
@@ -99,11 +122,17 @@ class Coordinator(abc.ABC):
         client_id: str = "coordinator-api",
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 30_000,
+        group_protocol: str = "classic",
         plugin_manager: pluggy.PluginManager | None = None,
         **connection_options: Any,
     ) -> None:
         if not isinstance(group_id, str) or not group_id:
             raise ConfigurationError("group_id must be a non-empty string")
+        if group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigurationError(
+                f"group {group_id!r}: group_protocol must be one of {', '.join(GROUP_PROTOCOLS)}, "
+                f"got {group_protocol!r}"
+            )
         if not bootstrap_servers:
             raise ConfigurationError(f"group {group_id!r}: bootstrap_servers is empty")
         for name, value in (
@@ -150,6 +179,7 @@ class Coordinator(abc.ABC):
             "request_timeout_ms": request_timeout_ms,
         }
         self._request_timeout_ms = request_timeout_ms
+        self._group_protocol = group_protocol
         self._session: MembershipSession | None = None
         self._closed = False
         self._hooks = PluginHooks(plugin_manager) if plugin_manager is not None else None
@@ -185,6 +215,31 @@ class Coordinator(abc.ABC):
 
     def on_leave_prepare(self) -> None:
         """The member is about to leave the group: release the assignment."""
+
+    def group_subscription(self) -> GroupSubscription:
+        """``group_protocol="consumer"`` only: what this member subscribes to (topic names or a
+        regular expression the coordinator evaluates, the server-side assignor it asks for, its
+        rack). Asked once, when the member first joins."""
+        raise ConfigurationError(
+            f"{type(self).__name__} does not implement group_subscription(), so it cannot use "
+            "group_protocol='consumer'"
+        )
+
+    def on_reconcile(
+        self,
+        member_epoch: int,
+        member_id: str,
+        revoked: frozenset[tuple[bytes, int]],
+        assigned: frozenset[tuple[bytes, int]],
+    ) -> None:
+        """``group_protocol="consumer"`` only: the coordinator changed this member's assignment.
+        Stop acting on ``revoked`` first (commit what was done), then start ``assigned``; both
+        are sets of (topic id, partition). The member acknowledges when this returns: only
+        then can the revoked partitions be given to others."""
+        raise ConfigurationError(
+            f"{type(self).__name__} does not implement on_reconcile(), so it cannot use "
+            "group_protocol='consumer'"
+        )
 
     def on_lost(self, reason: str) -> None:
         """The assignment may already be another member's (heartbeats failed for too long, or
@@ -264,8 +319,9 @@ class Coordinator(abc.ABC):
         session.leave(reason, timeout_ms=self._request_timeout_ms)
 
     def close(self, timeout: float = 30.0) -> None:
-        """Leave the group (dynamic members; a static member keeps its place for its session)
-        and release the connections. Idempotent."""
+        """Leave the group (dynamic members; a static member keeps its place for its session:
+        with the classic protocol it sends nothing, with the incremental one it says so, epoch
+        -2, as Kafka's consumer does) and release the connections. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -274,7 +330,7 @@ class Coordinator(abc.ABC):
             return
         try:
             self._release_before_leaving(session)
-            if self._settings.group_instance_id is None:
+            if self._settings.group_instance_id is None or self._group_protocol == "consumer":
                 session.leave("the member closed", timeout_ms=int(timeout * 1000))
         finally:
             session.close()
@@ -341,14 +397,36 @@ class Coordinator(abc.ABC):
             raise CoordinatorClosedError(
                 "this Coordinator is closed; create a new one", group_id=self._group_id, member_id=""
             )
-        if self._session is None:
+        observe = self._hooks.on_member_event if self._hooks is not None else None
+        if self._session is None and self._group_protocol == "consumer":
+            s = self._settings
+            settings = IncrementalSettings(
+                group_id=s.group_id,
+                member_id=str(uuid.uuid4()),  # the member's own id, for its whole life (KIP-1082)
+                group_instance_id=s.group_instance_id,
+                session_timeout_ms=s.session_timeout_ms,
+                heartbeat_interval_ms=s.heartbeat_interval_ms,
+                rebalance_timeout_ms=s.rebalance_timeout_ms,
+                max_poll_interval_ms=s.max_poll_interval_ms,
+                retry_backoff_ms=s.retry_backoff_ms,
+                lease_margin_ms=s.lease_margin_ms,
+            )
+            self._session = MembershipSession.connect_incremental(
+                settings,
+                self.group_subscription(),
+                connection_options=self._connection_options,
+                request_timeout_ms=self._request_timeout_ms,
+                on_lost=self._lost,
+                observe=observe,
+            )
+        elif self._session is None:
             self._session = MembershipSession.connect(
                 self._settings,
                 protocol_type=self.protocol_type(),
                 connection_options=self._connection_options,
                 request_timeout_ms=self._request_timeout_ms,
                 on_lost=self._lost,
-                observe=self._hooks.on_member_event if self._hooks is not None else None,
+                observe=observe,
             )
         return self._session
 
@@ -385,6 +463,8 @@ class Coordinator(abc.ABC):
             self._assign(session, action)
         elif isinstance(action, Complete):
             self._complete(session, action)
+        elif isinstance(action, Reconcile):
+            self._reconcile(session, action)
         elif action.kind == "fenced":
             raise FencedInstanceError(action.message, group_id=self._group_id, member_id=self.member_id)
         else:
@@ -394,6 +474,22 @@ class Coordinator(abc.ABC):
                 member_id=self.member_id,
                 error_name=action.error_name,
             )
+
+    def _reconcile(self, session: MembershipSession, request: Reconcile) -> None:
+        try:
+            self._callback(
+                session,
+                "on_reconcile",
+                self.on_reconcile,
+                request.member_epoch,
+                request.member_id,
+                request.revoked,
+                request.assigned,
+            )
+        except CallbackError:
+            session.report_reconciled(request, ok=False)
+            raise
+        session.report_reconciled(request, ok=True)
 
     def _prepare(self, session: MembershipSession, request: PrepareJoin) -> None:
         error: CallbackError | None = None

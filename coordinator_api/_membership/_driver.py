@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
@@ -43,9 +43,9 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata import FindCoordinatorRequest
 
+from coordinator_api._membership import _incremental as i
 from coordinator_api._membership import _machine as m
 from coordinator_api._plugins._events import MemberEventKind
-from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -59,10 +59,15 @@ CONNECTION_OPTIONS: Final = frozenset(KafkaConnectionManager.DEFAULT_CONFIG) - {
     "client_id",
 }
 
-ApplicationAction = m.PrepareJoin | m.Assign | m.Complete | m.Fail
+ApplicationAction = m.PrepareJoin | m.Assign | m.Complete | i.Reconcile | m.Fail
 """The actions the application's thread carries out: the user's callbacks, or an error to raise."""
 
-_APPLICATION_ACTIONS = (m.PrepareJoin, m.Assign, m.Complete, m.Fail)
+_APPLICATION_ACTIONS = (m.PrepareJoin, m.Assign, m.Complete, i.Reconcile, m.Fail)
+
+EventT = TypeVar("EventT", m.Event, i.Event)
+"""What a member machine is fed: the classic protocol's events or the incremental one's."""
+_Fed_contra = TypeVar("_Fed_contra", contravariant=True)
+_Delivered_co = TypeVar("_Delivered_co", covariant=True)
 
 Observer = Callable[[MemberEventKind, int, str, str | None, float | None, str], None]
 """(kind, generation, member id, protocol, duration ms, detail) for the observability hooks."""
@@ -73,21 +78,23 @@ def monotonic_ms() -> int:
     return int(time.monotonic() * 1000)
 
 
-class MemberStateMachine(Protocol):
-    """What the driver needs of a sans-IO member machine (the classic one today)."""
+class MemberStateMachine(Protocol[_Fed_contra]):
+    """What the driver needs of a sans-IO member machine: the classic protocol's
+    (:class:`~._machine.MemberMachine`) or the incremental one's
+    (:class:`~._incremental.IncrementalMachine`). Both take :class:`~._machine.Tick`."""
 
-    def handle(self, event: m.Event, now: int) -> list[m.Action]: ...
+    def handle(self, event: _Fed_contra, now: int) -> list[m.Action]: ...
 
     def next_deadline(self) -> int | None: ...
 
     def generation(self) -> Generation: ...
 
 
-class Wire(Protocol):
+class Wire(Protocol[_Delivered_co]):
     """The network edge of a member: the machine's network actions as requests, their answers
     as events."""
 
-    def send(self, action: m.Action, sent_at: int, deliver: Callable[[m.Event], object]) -> None:
+    def send(self, action: m.Action, sent_at: int, deliver: Callable[[_Delivered_co], object]) -> None:
         """Send the request for ``action`` (issued at ``sent_at`` on the driver's clock) and,
         later and on any thread, ``deliver`` the event its answer or failure makes."""
 
@@ -98,28 +105,28 @@ class Wire(Protocol):
         """Release the connections."""
 
 
-class MemberDriver:
+class MemberDriver(Generic[EventT]):
     """Runs one member machine: feeds it events under one lock, queues the actions meant for the
     application's thread, hands network actions to the wire and wakes the machine at its
     deadlines. Its owner (the session) reads ``machine`` and ``app_actions`` under ``lock``."""
 
     def __init__(
         self,
-        machine: MemberStateMachine,
-        wire: Wire,
+        machine: MemberStateMachine[EventT],
+        wire: Wire[EventT],
         *,
         name: str,
         clock: Clock,
         on_lost: Callable[[m.Lost], None],
         observe: Observer | None = None,
     ) -> None:
-        self.machine = machine
+        self.machine: MemberStateMachine[EventT] = machine
         self.clock = clock
         self.lock = threading.Condition()
         self.app_actions: collections.deque[ApplicationAction] = collections.deque()
         self.closed = False
         self._name = name
-        self._wire = wire
+        self._wire: Wire[EventT] = wire
         self._on_lost = on_lost
         self._observe = observe
         self._thread = threading.Thread(target=self._run, name=f"coordinator-heartbeat-{name}", daemon=True)
@@ -127,7 +134,7 @@ class MemberDriver:
 
     # --- feeding the machine --------------------------------------------------------------------
 
-    def submit(self, event: m.Event, *, only_if: Callable[[], bool] | None = None) -> bool:
+    def submit(self, event: EventT, *, only_if: Callable[[], bool] | None = None) -> bool:
         """Feed one event (any thread) and carry out what it leads to.
 
         :param only_if: checked under the lock first; the event is dropped if it says False (an
@@ -140,6 +147,7 @@ class MemberDriver:
             if self.closed or (only_if is not None and not only_if()):
                 return False
             now = self.clock()
+            before = self.machine.generation()
             actions = self.machine.handle(event, now)
             generation = self.machine.generation()
             if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick)):
@@ -156,13 +164,16 @@ class MemberDriver:
         for action in network:
             self._wire.send(action, now, self.submit)
         if self._observe is not None:
-            if isinstance(event, m.JoinAnswered) and event.error == ErrorCode.NONE:
+            # A successful JoinGroup, or the first successful ConsumerGroupHeartbeat.
+            answer = event if isinstance(event, m.JoinAnswered | i.GroupHeartbeatAnswered) else None
+            first = isinstance(event, m.JoinAnswered) or before.generation_id < 0
+            if answer is not None and first and answer.error == 0 and generation.generation_id >= 0:
                 self._observe(
                     "joined",
                     generation.generation_id,
                     generation.member_id,
                     generation.protocol_name,
-                    float(now - event.sent_at),
+                    float(now - answer.sent_at),
                     "",
                 )
             for action in network:
@@ -170,6 +181,8 @@ class MemberDriver:
                     self._observe(
                         "left", generation.generation_id, action.member_id, None, None, action.reason
                     )
+                elif isinstance(action, i.SendGroupHeartbeat) and action.member_epoch < 0:
+                    self._observe("left", before.generation_id, action.member_id, None, None, "")
             for action in lost:
                 self._observe("lost", action.generation_id, action.member_id, None, None, action.reason)
         for action in lost:
@@ -258,7 +271,90 @@ async def find_coordinator(
     return FoundCoordinator(int(result.node_id), manager.cluster.add_coordinator(result, 0, group_id))
 
 
-class ClassicWire:
+class CoordinatorConnection(Generic[EventT]):
+    """kafka-python's connections to a group's coordinator, shared by the protocols' wires:
+    FindCoordinator, requests to the coordinator with their answers delivered as events, and
+    the application's own requests."""
+
+    def __init__(self, group_id: str, *, connection_options: dict[str, Any], request_timeout_ms: int) -> None:
+        self._group_id = group_id
+        self._request_timeout_ms = request_timeout_ms
+        self._coordinator_node: str | None = None
+        self._net = NetworkSelector(client_id=connection_options.get("client_id", "coordinator-api"))
+        self._manager = KafkaConnectionManager(self._net, **connection_options)
+        self._net.start()
+
+    def find(self, deliver: Callable[[EventT], object]) -> None:
+        """Look the coordinator up; deliver CoordinatorFound or CoordinatorLookupFailed."""
+        self._request(self._find_coordinator, m.RequestKind.FIND, lambda _r: m.CoordinatorFound(), deliver)
+
+    def _request(
+        self,
+        coro: Any,
+        kind: m.RequestKind,
+        on_response: Callable[[Any], EventT],
+        deliver: Callable[[EventT], object],
+    ) -> None:
+        future = self._manager.call_soon(coro)
+
+        def done(response: Any) -> None:
+            try:
+                event = on_response(response)
+            except Exception as exc:  # a response of an unexpected shape
+                event = m.RequestFailed(kind, repr(exc))
+            deliver(event)
+
+        def failed(exc: Any) -> None:
+            if kind is m.RequestKind.FIND:
+                deliver(m.CoordinatorLookupFailed(repr(exc)))
+            else:
+                self._coordinator_node = None
+                deliver(m.RequestFailed(kind, repr(exc)))
+
+        future.add_callback(done)
+        future.add_errback(failed)
+
+    async def _find_coordinator(self) -> None:
+        found = await find_coordinator(self._manager, self._group_id, timeout_ms=self._request_timeout_ms)
+        self._coordinator_node = found.node
+
+    async def _to_coordinator_send(self, request: Any, timeout_ms: int) -> Any:
+        node = self._coordinator_node
+        if node is None:
+            raise ConnectionError("the coordinator is not known")
+        return await self._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
+
+    def _to_coordinator(self, request: Any, timeout_ms: int) -> Any:
+        return lambda: self._to_coordinator_send(request, timeout_ms)
+
+    def call(self, request: Any, *, to_coordinator: bool) -> Any:
+        """Send one request and wait for its answer (application thread; a protocol plugin's own
+        requests, e.g. Metadata for its assignor, or OffsetCommit)."""
+
+        async def send() -> Any:
+            if not self._manager.bootstrapped:
+                await self._manager.bootstrap_async(timeout_ms=self._request_timeout_ms)
+            if to_coordinator and self._coordinator_node is None:
+                # A member that has not joined yet (e.g. reading committed offsets first) looks
+                # the coordinator up itself rather than asking any broker.
+                await self._find_coordinator()
+            node = self._coordinator_node if to_coordinator else self._manager.least_loaded_node()
+            if node is None:
+                raise ConnectionError("no broker (or coordinator) is known yet")
+            return await self._manager.send(
+                request, node_id=node, request_timeout_ms=self._request_timeout_ms
+            )
+
+        return self._manager.run(send)
+
+    def close(self) -> None:
+        try:
+            self._manager.close()
+        finally:
+            self._net.stop(timeout_ms=2000)
+
+
+class ClassicWire(CoordinatorConnection[m.Event]):
     """The classic protocol's network actions as kafka-python requests to the group's
     coordinator (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
 
@@ -270,20 +366,16 @@ class ClassicWire:
         connection_options: dict[str, Any],
         request_timeout_ms: int,
     ) -> None:
+        super().__init__(
+            settings.group_id, connection_options=connection_options, request_timeout_ms=request_timeout_ms
+        )
         self._settings = settings
         self._protocol_type = protocol_type
-        self._request_timeout_ms = request_timeout_ms
-        self._coordinator_node: str | None = None
-        self._net = NetworkSelector(client_id=connection_options.get("client_id", "coordinator-api"))
-        self._manager = KafkaConnectionManager(self._net, **connection_options)
-        self._net.start()
 
     def send(self, action: m.Action, sent_at: int, deliver: Callable[[m.Event], object]) -> None:
         s = self._settings
         if isinstance(action, m.FindCoordinator):
-            self._request(
-                self._find_coordinator, m.RequestKind.FIND, lambda _r: m.CoordinatorFound(), deliver
-            )
+            self.find(deliver)
         elif isinstance(action, m.SendJoinGroup):
             request = JoinGroupRequest(
                 group_id=s.group_id,
@@ -365,70 +457,3 @@ class ClassicWire:
                 lambda r: m.LeaveAnswered(r.error_code),
                 deliver,
             )
-
-    def _request(
-        self,
-        coro: Any,
-        kind: m.RequestKind,
-        on_response: Callable[[Any], m.Event],
-        deliver: Callable[[m.Event], object],
-    ) -> None:
-        future = self._manager.call_soon(coro)
-
-        def done(response: Any) -> None:
-            try:
-                event = on_response(response)
-            except Exception as exc:  # a response of an unexpected shape
-                event = m.RequestFailed(kind, repr(exc))
-            deliver(event)
-
-        def failed(exc: Any) -> None:
-            if kind is m.RequestKind.FIND:
-                deliver(m.CoordinatorLookupFailed(repr(exc)))
-            else:
-                self._coordinator_node = None
-                deliver(m.RequestFailed(kind, repr(exc)))
-
-        future.add_callback(done)
-        future.add_errback(failed)
-
-    async def _find_coordinator(self) -> None:
-        found = await find_coordinator(
-            self._manager, self._settings.group_id, timeout_ms=self._request_timeout_ms
-        )
-        self._coordinator_node = found.node
-
-    async def _to_coordinator_send(self, request: Any, timeout_ms: int) -> Any:
-        node = self._coordinator_node
-        if node is None:
-            raise ConnectionError("the coordinator is not known")
-        return await self._manager.send(request, node_id=node, request_timeout_ms=timeout_ms)
-
-    def _to_coordinator(self, request: Any, timeout_ms: int) -> Any:
-        return lambda: self._to_coordinator_send(request, timeout_ms)
-
-    def call(self, request: Any, *, to_coordinator: bool) -> Any:
-        """Send one request and wait for its answer (application thread; a protocol plugin's own
-        requests, e.g. Metadata for its assignor, or OffsetCommit)."""
-
-        async def send() -> Any:
-            if not self._manager.bootstrapped:
-                await self._manager.bootstrap_async(timeout_ms=self._request_timeout_ms)
-            if to_coordinator and self._coordinator_node is None:
-                # A member that has not joined yet (e.g. reading committed offsets first) looks
-                # the coordinator up itself rather than asking any broker.
-                await self._find_coordinator()
-            node = self._coordinator_node if to_coordinator else self._manager.least_loaded_node()
-            if node is None:
-                raise ConnectionError("no broker (or coordinator) is known yet")
-            return await self._manager.send(
-                request, node_id=node, request_timeout_ms=self._request_timeout_ms
-            )
-
-        return self._manager.run(send)
-
-    def close(self) -> None:
-        try:
-            self._manager.close()
-        finally:
-            self._net.stop(timeout_ms=2000)

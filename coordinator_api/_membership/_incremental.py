@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from coordinator_api._membership._machine import (
+    Action,
     CoordinatorFound,
     CoordinatorLookupFailed,
     Fail,
@@ -151,7 +152,7 @@ def _unhandled(event: NoReturn) -> NoReturn:
 
 
 @dataclass(frozen=True)
-class SendGroupHeartbeat:
+class SendGroupHeartbeat(Action):
     """Send a full heartbeat: ``member_epoch`` 0 joins, -1 or -2 leave (``owned`` is then
     empty)."""
 
@@ -161,7 +162,7 @@ class SendGroupHeartbeat:
 
 
 @dataclass(frozen=True)
-class Reconcile:
+class Reconcile(Action):
     """Application thread: revoke ``revoked``, then start ``assigned``; ``assignment`` is what
     the member then owns."""
 
@@ -170,9 +171,6 @@ class Reconcile:
     assignment: Assignment
     revoked: Assignment
     assigned: Assignment
-
-
-Action = FindCoordinator | SendGroupHeartbeat | Reconcile | Lost | Fail
 
 
 @dataclass
@@ -197,7 +195,8 @@ class IncrementalMachine:
     _sent_incarnation: int = 0
     _sent_owned: Assignment = frozenset()  # what the heartbeat in flight lists as owned
     _acknowledged_owned: Assignment = frozenset()  # what the last answered heartbeat listed
-    _actions: list[Action] = field(default_factory=list)
+    _actions: list[Action] = field(default_factory=list)  # FindCoordinator, SendGroupHeartbeat,
+    # Reconcile, Lost, Fail
 
     def __post_init__(self) -> None:
         self.heartbeat_interval_ms = self.settings.heartbeat_interval_ms
@@ -215,18 +214,27 @@ class IncrementalMachine:
         return Generation(self.member_epoch, self.member_id, None)
 
     def is_stable(self, now: int | None = None) -> bool:
-        """True once the member has applied and acknowledged the coordinator's latest
-        assignment and, given ``now``, while its lease has not run out."""
-        return self.state is IncrementalState.STABLE and self.may_act(now)
-
-    def may_act(self, now: int | None = None) -> bool:
-        """True while the member is in the group and, given ``now``, its lease has not run out:
-        it may act on what it owns even while a reconciliation is under way (nobody else can
-        be given those partitions before it acknowledges giving them up)."""
+        """True while the member may act on what it owns: it is in the group, has applied the
+        latest assignment it was given (none waits for the application) and, given ``now``,
+        its lease has not run out. Reconciliations do not interrupt it: nobody else can be
+        given a partition before this member acknowledges giving it up."""
         if self.state in (IncrementalState.UNJOINED, IncrementalState.FENCED) or self.member_epoch <= 0:
             return False
+        return self.awaiting is None and self.assignment_fresh(now)
+
+    def assignment_fresh(self, now: int | None) -> bool:
+        """Whether, at ``now``, the lease of what the member owns or is about to start holds."""
         lease = self.lease_deadline()
         return now is None or lease is None or now < lease
+
+    @property
+    def holds_assignment(self) -> bool:
+        """Whether the application works on partitions it has not released yet."""
+        return bool(self.owned)
+
+    def awaits(self, action: Action) -> bool:
+        """Whether the machine still waits for the application to carry out ``action``."""
+        return action is self.awaiting
 
     def lease_deadline(self) -> int | None:
         """When what the member owns (or is about to start) must be given up; None if nothing."""

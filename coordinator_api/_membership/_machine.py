@@ -350,6 +350,10 @@ class MemberMachine:
         lease = self.lease_deadline()
         return now is None or lease is None or now < lease
 
+    def awaits(self, action: Action) -> bool:
+        """Whether the machine still waits for the application to answer ``action``."""
+        return self.awaiting_app is not None and self.awaiting_action is action
+
     def lease_deadline(self) -> int | None:
         """When the assignment must be given up, or None if none is held."""
         return self._lease_end() if self.holds_assignment else None

@@ -29,9 +29,9 @@ Rules:
 * **One clock.** Times are milliseconds of the session's clock (:meth:`now_ms`); deadlines are
   readings of it. Nothing else in the membership layer reads a clock.
 
-What the session asks of the machine beyond the driver's contract (``generation``,
-``is_stable``, ``assignment_fresh``, ``holds_assignment``, which request it awaits, whether a
-LeaveGroup is in flight) is what a second kind of member machine has to answer too.
+The same session runs either protocol's machine (:class:`SessionMachine`): the classic one
+above, or the incremental one (KIP-848), whose only callback request is :class:`Reconcile`
+(revoke what is gone, then start what is new), answered with :meth:`report_reconciled`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ from coordinator_api._membership._driver import (
     MemberDriver,
     Wire,
     monotonic_ms,
+)
+from coordinator_api._membership._group_heartbeat import GroupSubscription, IncrementalWire
+from coordinator_api._membership._incremental import (
+    IncrementalMachine,
+    IncrementalSettings,
+    Reconcile,
+    Reconciled,
 )
 from coordinator_api._membership._machine import (
     Action,
@@ -89,7 +96,10 @@ __all__ = [
     "Lost",
     "MemberSettings",
     "MembershipSession",
+    "GroupSubscription",
+    "IncrementalSettings",
     "PrepareJoin",
+    "Reconcile",
 ]
 
 log = logging.getLogger("coordinator_api.membership")
@@ -105,8 +115,9 @@ class MembershipSession:
     Any thread may ask about the generation; one application thread at a time runs the
     callbacks (:meth:`next_action` and the ``report_*`` methods).
 
-    :param settings: the member's timeouts and identity.
-    :param wire: the network edge.
+    :param machine: the member's state machine, of either protocol (it holds the member's
+        timeouts and identity).
+    :param wire: the network edge, of the same protocol.
     :param on_lost: runs on the heartbeat thread when the assignment may already be another
         member's; it must be quick and thread-safe.
     :param observe: receives a :class:`MemberEvent` at each step of the member's life.
@@ -115,23 +126,23 @@ class MembershipSession:
 
     def __init__(
         self,
-        settings: MemberSettings,
-        wire: Wire,
+        machine: MemberMachine | IncrementalMachine,
+        wire: Wire[Any],
         *,
         on_lost: Callable[[Lost], None],
         observe: Callable[[MemberEvent], None] | None = None,
         clock: Clock = monotonic_ms,
     ) -> None:
-        self._group_id = settings.group_id
+        self._group_id = machine.settings.group_id
         self._clock = clock
         self._observe = observe
-        self._machine = MemberMachine(settings)
+        self._machine = machine
         self._round_started: int | None = None
         self._woken = False
-        self._driver = MemberDriver(
-            self._machine,
+        self._driver: MemberDriver[Any] = MemberDriver(
+            machine,
             wire,
-            name=settings.group_id,
+            name=self._group_id,
             clock=clock,
             on_lost=on_lost,
             observe=self._emit if observe is not None else None,
@@ -156,7 +167,28 @@ class MembershipSession:
             connection_options=connection_options,
             request_timeout_ms=request_timeout_ms,
         )
-        return cls(settings, wire, on_lost=on_lost, observe=observe)
+        return cls(MemberMachine(settings), wire, on_lost=on_lost, observe=observe)
+
+    @classmethod
+    def connect_incremental(
+        cls,
+        settings: IncrementalSettings,
+        subscription: GroupSubscription,
+        *,
+        connection_options: dict[str, Any],
+        request_timeout_ms: int,
+        on_lost: Callable[[Lost], None],
+        observe: Callable[[MemberEvent], None] | None = None,
+    ) -> MembershipSession:
+        """A session speaking the incremental protocol (KIP-848, ConsumerGroupHeartbeat) over
+        kafka-python's connections: the coordinator assigns, the application reconciles."""
+        wire = IncrementalWire(
+            settings,
+            subscription,
+            connection_options=connection_options,
+            request_timeout_ms=request_timeout_ms,
+        )
+        return cls(IncrementalMachine(settings), wire, on_lost=on_lost, observe=observe)
 
     # --- the clock ---------------------------------------------------------------------------------
 
@@ -184,12 +216,12 @@ class MembershipSession:
     def holds_assignment(self) -> bool:
         """Whether the application holds an assignment it has not released yet."""
         with self._driver.lock:
-            return self._machine.holds_assignment
+            return bool(self._machine.holds_assignment)
 
     def member_state(self) -> str:
         """The member's state in words (``joining``, ``stable``, ...), for messages."""
         with self._driver.lock:
-            return self._machine.state.value
+            return str(self._machine.state.value)
 
     # --- taking part (application thread) -----------------------------------------------------------
 
@@ -216,19 +248,27 @@ class MembershipSession:
                     return action
                 if not self._awaits(action):
                     continue  # the generation it belongs to is gone (lost, left, fenced)
-                if not isinstance(action, Complete) or self._machine.assignment_fresh(now):
-                    if isinstance(action, PrepareJoin):
+                starts = isinstance(action, Complete) or (isinstance(action, Reconcile) and action.assigned)
+                if not starts or self._machine.assignment_fresh(now):
+                    if isinstance(action, PrepareJoin | Reconcile):
                         self._round_started = now
                     return action
-            # Paused (or starved) between the SyncGroup answer and now for longer than the
-            # lease: the assignment may already be another member's. Drop it and join again.
+            # Paused (or starved) between the answer and now for longer than the lease: the
+            # assignment may already be another member's. Drop it and join again.
+            refusal: Event | Reconciled
+            if isinstance(action, Reconcile):
+                epoch, refusal = action.member_epoch, Reconciled(action, ok=False)
+            else:
+                assert isinstance(action, Complete)  # only assignments are refused as stale
+                epoch = action.generation_id
+                refusal = Completed(ok=False, reason="the assignment arrived after the lease ran out")
             log.warning(
                 "group %s member %s: generation %d's assignment came too late to act on; rejoining",
                 self._group_id,
                 action.member_id,
-                action.generation_id,
+                epoch,
             )
-            self._answer(action, Completed(ok=False, reason="the assignment arrived after the lease ran out"))
+            self._answer(action, refusal)
 
     def wait_for_action(self, deadline_ms: int) -> bool:
         """Wait until a callback is waiting for the application thread (True), or until
@@ -308,6 +348,16 @@ class MembershipSession:
                 "",
             )
 
+    def report_reconciled(self, request: Reconcile, *, ok: bool) -> None:
+        """The application applied ``request`` (revoked, then started; ``ok`` False: it could
+        not, and the member starts over owning nothing)."""
+        if self._answer(request, Reconciled(request, ok=ok)) and ok:
+            if request.revoked:
+                self._emit("revoked", request.member_epoch, request.member_id, None, None, "")
+            self._emit(
+                "assigned", request.member_epoch, request.member_id, None, self._since_round_started(), ""
+            )
+
     # --- leaving and closing -------------------------------------------------------------------------
 
     def leave(self, reason: str, timeout_ms: int) -> None:
@@ -369,9 +419,9 @@ class MembershipSession:
 
     def _awaits(self, action: Action) -> bool:
         """Whether the machine still waits for the application to answer ``action`` (lock held)."""
-        return self._machine.awaiting_app is not None and self._machine.awaiting_action is action
+        return self._machine.awaits(action)
 
-    def _answer(self, request: Action, event: Event) -> bool:
+    def _answer(self, request: Action, event: Event | Reconciled) -> bool:
         """Feed ``event`` if the machine still waits for the answer to ``request``."""
         return self._driver.submit(event, only_if=lambda: self._awaits(request))
 

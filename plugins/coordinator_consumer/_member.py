@@ -6,13 +6,21 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import kafka.errors
 from kafka.protocol.metadata import MetadataRequest
 
-from coordinator_api import ConfigurationError, Coordinator, JoinedMember, PluginRegistry, installed_plugins
+from coordinator_api import (
+    ConfigurationError,
+    Coordinator,
+    GroupSubscription,
+    JoinedMember,
+    PluginRegistry,
+    installed_plugins,
+)
 from coordinator_consumer._model import Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import validate_assignment
 from coordinator_consumer._protocol import (
@@ -70,6 +78,14 @@ class ConsumerGroupMember(Coordinator):
     :param rack: this member's rack, for rack-aware assignment.
     :param plugins: where assignors are found by name (default: the installed plugins,
         :func:`coordinator_api.installed_plugins`).
+    :param group_protocol: ``"classic"`` (the default: JoinGroup/SyncGroup, the leader runs
+        ``assignor``) or ``"consumer"``: Kafka 4's incremental protocol (KIP-848,
+        ``group.protocol=consumer``), where the coordinator assigns and each member reconciles
+        on its own; ``assignor`` is then not used, and a ``pattern`` is evaluated by the
+        coordinator (RE2/J syntax on Kafka's brokers, Python's ``re`` on the embedded one).
+    :param remote_assignor: with ``group_protocol="consumer"``, the coordinator's assignor to
+        ask for (``uniform`` or ``range``, Kafka's ``group.remote.assignor``); None takes the
+        coordinator's default.
     :param options: the settings of :class:`~coordinator_api.Coordinator`; among them
         ``metadata_max_age_ms`` (default 300000, as Kafka's) also sets how often a pattern
         subscription is checked for new or deleted topics.
@@ -88,11 +104,21 @@ class ConsumerGroupMember(Coordinator):
         on_partitions_revoked: PartitionsCallback | None = None,
         on_partitions_lost: PartitionsCallback | None = None,
         plugins: PluginRegistry | None = None,
+        group_protocol: str = "classic",
+        remote_assignor: str | None = None,
         **options: Any,
     ) -> None:
-        super().__init__(group_id, bootstrap_servers, **options)
+        super().__init__(group_id, bootstrap_servers, group_protocol=group_protocol, **options)
         if (topics is None) == (pattern is None):
             raise ConfigurationError(f"group {group_id!r}: give topics or a pattern, not both or neither")
+        if remote_assignor is not None and group_protocol != "consumer":
+            raise ConfigurationError(
+                f"group {group_id!r}: remote_assignor is for group_protocol='consumer'; the classic "
+                "protocol's leader runs `assignor`"
+            )
+        self._incremental = group_protocol == "consumer"
+        self._remote_assignor = remote_assignor
+        self._topic_names: dict[bytes, str] = {}  # topic id -> name, for the incremental protocol
         self._plugins = plugins if plugins is not None else installed_plugins()
         known = self._plugins.assignors.names(PROTOCOL_TYPE)
         if assignor not in known:
@@ -187,6 +213,34 @@ class ConsumerGroupMember(Coordinator):
         if revoked and self._revoked is not None:
             self._revoked(revoked)
 
+    def group_subscription(self) -> GroupSubscription:
+        return GroupSubscription(
+            topics=None if self._pattern is not None else tuple(sorted(self._topics)),
+            regex=None if self._pattern is None else self._pattern.pattern,
+            server_assignor=self._remote_assignor,
+            rack_id=self._rack,
+        )
+
+    def on_reconcile(
+        self,
+        member_epoch: int,
+        member_id: str,
+        revoked: frozenset[tuple[bytes, int]],
+        assigned: frozenset[tuple[bytes, int]],
+    ) -> None:
+        names = self._names_of({topic_id for topic_id, _ in revoked | assigned})
+        gone = frozenset(TopicPartition(names[t], p) for t, p in revoked)
+        new = frozenset(TopicPartition(names[t], p) for t, p in assigned)
+        with self._lock:
+            self._owned -= gone
+            self._owned_generation = member_epoch
+        if gone and self._revoked is not None:
+            self._revoked(gone)
+        with self._lock:
+            self._owned |= new
+        if new and self._assigned is not None:
+            self._assigned(new)
+
     def on_lost(self, reason: str) -> None:
         with self._lock:
             lost, self._owned = self._owned, frozenset()
@@ -199,8 +253,9 @@ class ConsumerGroupMember(Coordinator):
     def poll(self, timeout: float = 0.0) -> None:
         """Follow the group (see :meth:`Coordinator.poll <coordinator_api.Coordinator.poll>`); with a
         pattern subscription, first rejoin if the matching topics changed (checked every
-        ``metadata_max_age_ms``)."""
-        self._check_pattern_topics()
+        ``metadata_max_age_ms``; with ``group_protocol="consumer"`` the coordinator does that)."""
+        if not self._incremental:
+            self._check_pattern_topics()
         super().poll(timeout)
 
     def assignment(self) -> set[tuple[str, int]]:
@@ -240,6 +295,22 @@ class ConsumerGroupMember(Coordinator):
             self.request_rejoin(
                 f"the topics matching {self._pattern.pattern!r} changed (new: {added}, gone: {removed})"
             )
+
+    def _names_of(self, topic_ids: set[bytes]) -> dict[bytes, str]:
+        """Topic names by id (the incremental protocol names topics by id), from the cluster's
+        Metadata, looked up again when an id is new."""
+        if not topic_ids <= self._topic_names.keys():
+            response = self.send_request(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+            for topic in response.topics:
+                if topic.error_code == 0 and topic.name:
+                    self._topic_names[topic.topic_id.bytes] = topic.name
+        missing = topic_ids - self._topic_names.keys()
+        if missing:
+            raise ConfigurationError(
+                f"group {self.group_id!r}: the coordinator assigned partitions of topic ids the cluster's "
+                f"Metadata does not name: {sorted(str(uuid.UUID(bytes=t)) for t in missing)}"
+            )
+        return self._topic_names
 
     def _cluster(self, topics: Iterable[str] | None) -> Cluster:
         """Partition counts and replica racks from the cluster's Metadata (None: every topic)."""

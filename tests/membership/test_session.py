@@ -24,6 +24,7 @@ from coordinator_api._membership._machine import (
     HeartbeatAnswered,
     JoinAnswered,
     LeaveAnswered,
+    MemberMachine,
     SendHeartbeat,
     SendJoinGroup,
     SendLeaveGroup,
@@ -112,7 +113,7 @@ def seen() -> Recorder:
 @pytest.fixture
 def session(clock: FakeClock, wire: ScriptedWire, seen: Recorder) -> Iterator[MembershipSession]:
     running = MembershipSession(
-        SETTINGS, wire, on_lost=seen.lost.append, observe=seen.events.append, clock=clock
+        MemberMachine(SETTINGS), wire, on_lost=seen.lost.append, observe=seen.events.append, clock=clock
     )
     yield running
     running.close()
