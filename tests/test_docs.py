@@ -117,3 +117,17 @@ def test_incremental_guide_joins_a_kip848_consumer(tmp_path: Path) -> None:
     result = run_block(tmp_path / "incremental.py", example)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "assigned [0, 1, 2, 3]"
+
+
+def test_consumer_guide_runs_a_kip848_group_without_a_barrier(tmp_path: Path) -> None:
+    example = next(code for code in python_blocks("consumer.md") if 'group_protocol="consumer"' in code)
+    result = run_block(tmp_path / "kip848_members.py", example)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == [
+        "first assigned [0, 1, 2, 3]",
+        "first revoked [2, 3]",
+        "second assigned [2, 3]",
+        "second revoked [2, 3]",
+        "first assigned [2, 3]",
+        "first revoked [0, 1, 2, 3]",
+    ]

@@ -17,6 +17,9 @@ The JSON lines are those of tests/server/kafka_member.py (which the test harness
 ``owned`` partitions, written from inside the rebalance callbacks; ``records`` with
 ``[[partition, offset], ...]``; ``commit`` with ``ok`` and ``error`` (an error name). SIGTERM
 closes the client gracefully; the process ends by itself when its parent is gone.
+
+``--group-protocol consumer`` makes this project's member and librdkafka speak KIP-848's
+protocol (the coordinator assigns with ``--remote-assignor``; kafka-python has no such client).
 """
 
 from __future__ import annotations
@@ -78,11 +81,14 @@ def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
     def callback(kind: str) -> Callable[[frozenset[Any]], None]:
         return lambda partitions: change(args.name, kind, [tp.partition for tp in partitions])
 
+    incremental = args.group_protocol == "consumer"
     member = ConsumerGroupMember(
         args.group,
         args.bootstrap,
         topics=[args.topic],
-        assignor=args.assignor,
+        assignor=args.assignor if not incremental else "range",
+        group_protocol=args.group_protocol,
+        remote_assignor=args.remote_assignor if incremental else None,
         client_id=args.name,
         group_instance_id=args.instance_id,
         session_timeout_ms=args.session_ms,
@@ -185,18 +191,21 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
         "client.id": args.name,
-        "group.protocol": "classic",
-        "session.timeout.ms": args.session_ms,
-        "heartbeat.interval.ms": max(args.session_ms // 6, 100),
-        "partition.assignment.strategy": args.assignor,
+        "group.protocol": args.group_protocol,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "log_level": 0,
     }
+    if args.group_protocol == "classic":
+        conf["session.timeout.ms"] = args.session_ms
+        conf["heartbeat.interval.ms"] = max(args.session_ms // 6, 100)
+        conf["partition.assignment.strategy"] = args.assignor
+    elif args.remote_assignor:  # the coordinator sets the session and the interval
+        conf["group.remote.assignor"] = args.remote_assignor
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
     consumer = Consumer(conf)
-    cooperative = args.assignor == "cooperative-sticky"
+    cooperative = args.assignor == "cooperative-sticky" or args.group_protocol == "consumer"
 
     def on_assign(c: Any, partitions: Any) -> None:
         change(args.name, "assigned", [p.partition for p in partitions])
@@ -248,6 +257,8 @@ def main() -> None:
     parser.add_argument("--instance-id")
     parser.add_argument("--assignor", choices=("range", "cooperative-sticky"), default="range")
     parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    parser.add_argument("--remote-assignor")
     parser.add_argument(
         "--process-ms", type=int, default=0, help="time spent on each batch before its commit"
     )

@@ -9,7 +9,9 @@ coordinator and librdkafka's mock; here the records, the offsets and the fencing
   started after the others stopped resumes from the group's committed offsets.
 * One group shares a topic among two ``ConsumerGroupMember`` processes, kafka-python, librdkafka
   and Apache Kafka's Java consumer, under an eager (``range``) and a cooperative
-  (``cooperative-sticky``) assignor, while records keep arriving. Every member reads, reports
+  (``cooperative-sticky``) assignor, while records keep arriving; and, with KIP-848's protocol
+  (``group_protocol="consumer"``, the brokers assign with ``uniform``), two of ours, librdkafka
+  and Java (kafka-python has no KIP-848 client). Every member reads, reports
   what it read, then commits (tests/kafka/consumer_member.py, JavaMember.java ``--read``). When
   settled every partition has one owner; by the members' own reports no partition ever had two
   at once and nobody read a partition it did not own; after one member is SIGKILLed no record
@@ -346,8 +348,13 @@ def test_assigned_consumers_read_commit_fenced_and_resume_from_committed_offsets
 def start(
     kafka: KafkaCluster, client: str, name: str, topic: str, assignor: str, process_ms: int = PROCESS_MS
 ) -> MemberProcess:
-    """A member process reading ``topic`` in the group of the same name."""
-    options: dict[str, Any] = {"group": topic, "topic": topic, "assignor": assignor, "session_ms": SESSION_MS}
+    """A member process reading ``topic`` in the group of the same name; ``assignor`` "uniform"
+    means KIP-848's protocol, with the brokers assigning."""
+    options: dict[str, Any] = {"group": topic, "topic": topic, "session_ms": SESSION_MS}
+    if assignor == "uniform":
+        options.update(group_protocol="consumer", remote_assignor="uniform")
+    else:
+        options["assignor"] = assignor
     if client == "java":  # JavaMember.java commits as soon as it has reported a batch
         return MemberProcess("java", kafka.bootstrap_servers, name, read="true", **options)
     return MemberProcess(
@@ -357,18 +364,27 @@ def start(
 
 @contextmanager
 def diagnosed(members: list[MemberProcess]) -> Iterator[None]:
-    """On failure, add each member's last stderr lines."""
+    """On failure, add each member's ownership reports and last stderr lines."""
     try:
         yield
     except AssertionError as exc:
-        tails = "\n".join(f"--- {m.name}\n{m.stderr_text()[-2000:]}" for m in members)
+        tails = "\n".join(
+            f"--- {m.name}\n"
+            + "\n".join(
+                f"{r['t']:.3f} {r['event']} {r.get('partitions')}"
+                for r in list(m.reports)
+                if r.get("event") in ("assigned", "revoked", "lost")
+            )
+            + f"\n{m.stderr_text()[-2000:]}"
+            for m in members
+        )
         raise AssertionError(f"{exc}\n{tails}") from exc
 
 
 @pytest.mark.parametrize(
     ("assignor", "victim"),
-    [("range", "ours-1"), ("cooperative-sticky", "librdkafka")],
-    ids=["range", "cooperative"],
+    [("range", "ours-1"), ("cooperative-sticky", "librdkafka"), ("uniform", "ours-1")],
+    ids=["range", "cooperative", "kip848"],
 )
 def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
     kafka: KafkaCluster, assignor: str, victim: str
@@ -378,6 +394,11 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
     kafka.create_topic(topic, partitions, replication_factor=3)
     clients = {"ours-0": "ours", "ours-1": "ours", "kafka-python": "kafka-python", "librdkafka": "confluent",
                "java-0": "java"}  # fmt: skip
+    if assignor == "uniform":
+        del clients["kafka-python"]
+        kip848_group_config(kafka, group, session_ms=SESSION_MS, interval_ms=500)
+    shares = [3, 3, 3, 3] if len(clients) == 4 else [2, 2, 2, 3, 3]
+    after_kill = [4, 4, 4] if len(clients) == 4 else [3, 3, 3, 3]
     with Stream(kafka, topic, partitions) as stream:
         started = [
             start(kafka, client, name, topic, assignor, VICTIM_PROCESS_MS if name == victim else PROCESS_MS)
@@ -388,11 +409,9 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
             t0 = time.monotonic()
             # Settled: every partition has one owner, each of the five members owns some and reads.
             wait_for(
-                lambda: (
-                    owned_counts(members) == [2, 2, 2, 3, 3] and all(m.events("records") for m in members)
-                ),
+                lambda: owned_counts(members) == shares and all(m.events("records") for m in members),
                 LIVENESS_S,
-                "five members to share the partitions and read",
+                "every member to share the partitions and read",
                 step=0.1,
             )
             settled_s = time.monotonic() - t0
@@ -410,9 +429,9 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
             t_read = time.time()
             survivors = [m for m in members if m.alive]
             wait_for(
-                lambda: owned_counts(survivors) == [3, 3, 3, 3],
+                lambda: owned_counts(survivors) == after_kill,
                 LIVENESS_S,
-                "the four survivors to take the killed member's partitions",
+                "the survivors to take the killed member's partitions",
                 step=0.1,
             )
             moved_s = time.time() - t_kill
@@ -456,12 +475,37 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
                 (m.name, str(r["error"])) for m in members for r in m.events("commit") if not r["ok"]
             )
             print(
-                f"\n{assignor} on Kafka, 5 clients: settled in {settled_s:.1f} s; {victim} SIGKILLed, its "
+                f"\n{assignor} on Kafka, {len(clients)} clients: settled in {settled_s:.1f} s; "
+                f"{victim} SIGKILLed, its "
                 f"{len(orphaned)} partitions resumed at its commits after {moved_s:.1f} s; "
                 f"{len(produced)} records, none lost, {duplicates} read twice; uncommitted readings "
                 f"{dict(sorted(uncommitted.items()))}; reads {dict(sorted(readers.items()))}; "
                 f"commits refused {dict(sorted(refused.items()))}"
             )
+
+
+def kip848_group_config(kafka: KafkaCluster, group: str, *, session_ms: int, interval_ms: int) -> None:
+    """Set a KIP-848 group's session and heartbeat interval on the brokers (group configs, as
+    an operator would with kafka-configs): the coordinator, not the client, decides them."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    settings = [
+        ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
+        for name, value in (
+            ("consumer.session.timeout.ms", session_ms),
+            ("consumer.heartbeat.interval.ms", interval_ms),
+        )
+    ]
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=settings)
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=60)
 
 
 def owned_counts(members: list[MemberProcess]) -> list[int]:
