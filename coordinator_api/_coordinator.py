@@ -436,6 +436,11 @@ class Coordinator(abc.ABC):
         except Exception:
             log.exception("group %s member %s: on_lost raised", self._group_id, lost.member_id)
 
+    def _lost_meanwhile(self, member_id: str, callback: str) -> None:
+        # The heartbeat thread declared the assignment lost (and ran on_lost) while `callback`
+        # was starting it: run on_lost again, so the application drops what it just started.
+        self._lost(Lost(-1, member_id, f"the membership was lost while {callback} ran"))
+
     def _release_before_leaving(self, session: MembershipSession) -> None:
         if session.holds_assignment():
             self._callback(session, "on_leave_prepare", self.on_leave_prepare)
@@ -489,7 +494,8 @@ class Coordinator(abc.ABC):
         except CallbackError:
             session.report_reconciled(request, ok=False)
             raise
-        session.report_reconciled(request, ok=True)
+        if not session.report_reconciled(request, ok=True):
+            self._lost_meanwhile(request.member_id, "on_reconcile")
 
     def _prepare(self, session: MembershipSession, request: PrepareJoin) -> None:
         error: CallbackError | None = None
@@ -573,4 +579,5 @@ class Coordinator(abc.ABC):
         except CallbackError:
             session.report_completed(request, ok=False)
             raise
-        session.report_completed(request, ok=True)
+        if not session.report_completed(request, ok=True):
+            self._lost_meanwhile(request.member_id, "on_join_complete")

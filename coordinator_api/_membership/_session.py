@@ -335,10 +335,12 @@ class MembershipSession:
             else AssignmentComputed(tuple(sorted(assignments.items()))),
         )
 
-    def report_completed(self, request: Complete, *, ok: bool) -> None:
+    def report_completed(self, request: Complete, *, ok: bool) -> bool:
         """``on_join_complete`` ran for ``request`` (``ok`` False: it raised, so the member
-        rejoins)."""
-        if self._answer(request, Completed(ok=ok)) and ok:
+        rejoins). False if the membership ended while it ran (the assignment was lost then):
+        whatever the callback started must be dropped."""
+        accepted = self._answer(request, Completed(ok=ok))
+        if accepted and ok:
             self._emit(
                 "assigned",
                 request.generation_id,
@@ -347,16 +349,20 @@ class MembershipSession:
                 self._since_round_started(),
                 "",
             )
+        return accepted
 
-    def report_reconciled(self, request: Reconcile, *, ok: bool) -> None:
+    def report_reconciled(self, request: Reconcile, *, ok: bool) -> bool:
         """The application applied ``request`` (revoked, then started; ``ok`` False: it could
-        not, and the member starts over owning nothing)."""
-        if self._answer(request, Reconciled(request, ok=ok)) and ok:
+        not, and the member starts over owning nothing). False if the membership ended while
+        it ran (the assignment was lost then): whatever the callback started must be dropped."""
+        accepted = self._answer(request, Reconciled(request, ok=ok))
+        if accepted and ok:
             if request.revoked:
                 self._emit("revoked", request.member_epoch, request.member_id, None, None, "")
             self._emit(
                 "assigned", request.member_epoch, request.member_id, None, self._since_round_started(), ""
             )
+        return accepted
 
     # --- leaving and closing -------------------------------------------------------------------------
 
