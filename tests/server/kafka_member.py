@@ -1,4 +1,5 @@
-"""A group member process driven by a real Kafka client (kafka-python, librdkafka or Java).
+"""A group member process driven by a real Kafka client (kafka-python, librdkafka or Java), or
+by this project's ``ConsumerGroupMember`` (``--client ours``).
 
 Run as ``python kafka_member.py --client kafka-python --bootstrap HOST:PORT --name m1 ...``.
 It subscribes to a topic in a consumer group and prints one JSON line per ownership change,
@@ -7,9 +8,15 @@ member rejoins), plus commit failures when ``--commit-every-ms`` is set. SIGTERM
 client gracefully (LeaveGroup); SIGKILL and SIGSTOP are left to the test. With ``--client java``
 the process replaces itself with Apache Kafka's Java consumer (JavaMember.java beside this file),
 which takes the same options and prints the same lines. ``--group-protocol consumer`` makes the
-librdkafka (and Java) member use KIP-848's protocol (the coordinator assigns; ``--remote-assignor``
-names its assignor; the topic may then be a regex, "^ev.*"). librdkafka's and Java's ownership
-lines also carry ``topic_partitions`` ([topic, partition] pairs), for members of several topics.
+librdkafka, Java and our member use KIP-848's protocol (the coordinator assigns; ``--remote-assignor``
+names its assignor; the topic may then be a regex, "^ev.*"). librdkafka's, Java's and our
+ownership lines also carry ``topic_partitions`` ([topic, partition] pairs), for members of several topics.
+
+A kafka-python member always writes the lines of kafka-python's log that show how each join
+went to stderr (``JOIN_LOG``; everything with ``KAFKA_MEMBER_DEBUG=1``), so that the harness
+can tell kafka-python 3.0.12's join stall (tests/member_processes.py) from a coordinator fault.
+``--poll-ms 1 --join-before-metadata 1`` undoes the two workarounds that keep the suite's
+members out of that stall, for the test that shows the harness recognises it.
 """
 
 from __future__ import annotations
@@ -27,6 +34,43 @@ from typing import Any
 
 owned: set[int] = set()
 lock = threading.Lock()
+
+
+# kafka-python's messages for the start of a join attempt, a poll that gave up waiting for it,
+# the SyncGroup answer and the join's completion (kafka/coordinator/base.py and consumer.py):
+# debug records, so they are let through by message; info and above pass as they are.
+JOIN_LOG = frozenset(
+    {
+        "Disabling heartbeat during join-group",
+        "coordinator.poll: timeout in ensure_active_group; returning early",
+        "Received SyncGroup response: %s",
+        "Enabling heartbeat",
+    }
+)
+LOG_FORMAT = "%(created).3f %(threadName)s %(name)s %(levelname)s %(message)s"
+
+
+def log_kafka_python_joins(debug: bool) -> None:
+    """Write kafka-python's log to stderr: with ``debug`` all of it, else its warnings, infos
+    and the debug lines of ``JOIN_LOG`` (the join stall's signature, a few lines per join)."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    if debug:
+        logging.basicConfig(level=logging.DEBUG, handlers=[handler])
+        logging.getLogger("kafka.protocol").setLevel(logging.INFO)
+        logging.getLogger("kafka.net").setLevel(logging.INFO)
+        return
+    handler.addFilter(lambda record: record.levelno >= logging.INFO or record.msg in JOIN_LOG)
+    kafka = logging.getLogger("kafka")
+    kafka.addHandler(handler)
+    kafka.propagate = False
+    kafka.setLevel(logging.INFO)
+    for name in ("kafka.coordinator", "kafka.coordinator.consumer", "kafka.coordinator.heartbeat"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    # The embedded coordinator keeps no log: every ListOffsets fails, tens of warnings a second.
+    logging.getLogger("kafka.consumer.fetcher").setLevel(logging.ERROR)
 
 
 def report(name: str, **fields: Any) -> None:
@@ -91,10 +135,10 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
         enable_auto_commit=False,
     )
     # Learn the topic's partitions before joining. A kafka-python 3.0.12 leader that joins
-    # before its metadata arrives assigns nothing, and under cooperative-sticky it then sometimes
-    # stops heartbeating after the next SyncGroup (seen against this coordinator, whose replies
-    # were correct); waiting for metadata avoids that client bug.
-    while not consumer.partitions_for_topic(args.topic):
+    # before its metadata arrives assigns nothing and rejoins when the metadata comes; if a poll
+    # times out during that rejoin, the client never completes it (the join stall described in
+    # tests/member_processes.py). Waiting for metadata avoids that client bug.
+    while not args.join_before_metadata and not consumer.partitions_for_topic(args.topic):
         time.sleep(0.05)
     consumer.subscribe([args.topic], listener=Listener())
     last_commit = 0.0
@@ -103,9 +147,10 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
     parent = os.getppid()
     while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         # The embedded coordinator keeps no log: fetches fail while membership goes on. A short
-        # poll timeout (50 ms) makes kafka-python 3.0.12 now and then drop its own SyncGroup answer.
+        # poll timeout (50 ms) makes kafka-python 3.0.12 now and then drop its own SyncGroup
+        # answer (its join stall): a longer one makes a poll outlast most joins.
         with contextlib.suppress(KafkaError):
-            consumer.poll(timeout_ms=500)
+            consumer.poll(timeout_ms=args.poll_ms)
         if args.commit_every_ms and time.monotonic() - last_commit > args.commit_every_ms / 1000:
             last_commit = time.monotonic()
             with lock:
@@ -178,6 +223,45 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
     consumer.close()
 
 
+def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
+    """This project's ConsumerGroupMember (either protocol), reporting from its callbacks."""
+    from coordinator_consumer import ConsumerGroupMember
+
+    from coordinator_api import GroupError
+
+    def record(kind: str) -> Any:
+        return lambda ps: change(
+            args.name, kind, [p.partition for p in ps], [(p.topic, p.partition) for p in ps]
+        )
+
+    incremental = args.group_protocol == "consumer"
+    member = ConsumerGroupMember(
+        args.group,
+        args.bootstrap,
+        topics=None if args.topic.startswith("^") else [args.topic],
+        pattern=args.topic if args.topic.startswith("^") else None,
+        assignor="range" if incremental else args.assignor,
+        group_protocol=args.group_protocol,
+        remote_assignor=args.remote_assignor if incremental else None,
+        group_instance_id=args.instance_id,
+        client_id=args.name,
+        session_timeout_ms=args.session_ms,
+        heartbeat_interval_ms=max(args.session_ms // 6, 100),
+        on_partitions_assigned=record("assigned"),
+        on_partitions_revoked=record("revoked"),
+        on_partitions_lost=record("lost"),
+    )
+    parent = os.getppid()
+    try:
+        while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
+            try:
+                member.poll(0.05)
+            except GroupError as exc:  # reported; the member recovers on a later poll
+                print(f"poll: {exc!r}", file=sys.stderr, flush=True)
+    finally:
+        member.close(timeout=10)
+
+
 def exec_java(argv: list[str]) -> None:
     """Become Apache Kafka's Java consumer (same pid, so the test's signals reach it)."""
     from coordinator_api.testing import kafka_classpath
@@ -192,7 +276,7 @@ def main() -> None:
         at = sys.argv.index("java") - 1
         exec_java(sys.argv[1:at] + sys.argv[at + 2 :])
     parser = argparse.ArgumentParser()
-    parser.add_argument("--client", choices=("kafka-python", "confluent"), required=True)
+    parser.add_argument("--client", choices=("kafka-python", "confluent", "ours"), required=True)
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--group", default="g")
@@ -201,24 +285,21 @@ def main() -> None:
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--session-ms", type=int, default=6000)
     parser.add_argument("--commit-every-ms", type=int, default=0)
-    # librdkafka only: "consumer" is KIP-848's protocol (the topic may be a regex, "^ev.*").
+    # librdkafka and ours: "consumer" is KIP-848's protocol (the topic may be a regex, "^ev.*").
     parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     parser.add_argument("--remote-assignor")
+    # kafka-python only: undo the workarounds for its join stall (the harness's own test).
+    parser.add_argument("--poll-ms", type=int, default=500)
+    parser.add_argument("--join-before-metadata", type=int, choices=(0, 1), default=0)
     args = parser.parse_args()
-    if os.environ.get("KAFKA_MEMBER_DEBUG"):
-        import logging
-
-        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(threadName)s %(name)s %(message)s")
-        logging.getLogger("kafka.protocol").setLevel(logging.INFO)
-        logging.getLogger("kafka.net").setLevel(logging.INFO)
+    if args.client == "kafka-python":
+        log_kafka_python_joins(debug=bool(os.environ.get("KAFKA_MEMBER_DEBUG")))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     report(args.name, event="started")
-    if args.client == "kafka-python":
-        run_kafka_python(args, stop)
-    else:
-        run_confluent(args, stop)
+    runners = {"kafka-python": run_kafka_python, "confluent": run_confluent, "ours": run_ours}
+    runners[args.client](args, stop)
     report(args.name, event="closed")
     sys.exit(0)
 

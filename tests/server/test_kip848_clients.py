@@ -79,7 +79,7 @@ def membership() -> Iterator[MembershipRecorder]:
 
 
 def start(bootstrap: str, group: str, client: str, name: str, **options: Any) -> MemberProcess:
-    """A member of the incremental protocol (``client`` is "confluent" or "java")."""
+    """A member of the incremental protocol (``client`` is "confluent", "java" or "ours")."""
     return MemberProcess(client, bootstrap, name, group=group, group_protocol="consumer", **options)
 
 
@@ -251,7 +251,7 @@ def join_scale_kill_leave(
     Returns how long each step took to settle (seconds) and the group epochs seen.
     """
     every = frozenset((topic, p) for p in range(PARTITIONS))
-    names = [f"{'j' if client == 'java' else 'r'}{i}" for i, client in enumerate(clients)]
+    names = [f"{client[0]}{i}" for i, client in enumerate(clients)]  # c(onfluent), j(ava), o(urs)
     figures: dict[str, float] = {}
     members = [start(bootstrap, group, clients[i], names[i], topic=topic) for i in range(2)]
     with running_members(members):
@@ -320,8 +320,14 @@ def join_scale_kill_leave(
 
 @pytest.mark.parametrize(
     "clients",
-    [("confluent", "confluent", "confluent"), ("java", "java", "java"), ("java", "confluent", "java")],
-    ids=["librdkafka", "java", "mixed"],
+    [
+        ("confluent", "confluent", "confluent"),
+        ("java", "java", "java"),
+        ("java", "confluent", "java"),
+        ("ours", "ours", "ours"),
+        ("ours", "confluent", "java"),
+    ],
+    ids=["librdkafka", "java", "mixed", "ours", "ours-mixed"],
 )
 def test_join_scale_out_sigkill_and_sigterm(
     membership: MembershipRecorder, clients: tuple[str, str, str]
@@ -363,7 +369,7 @@ def test_join_scale_out_sigkill_and_sigterm_on_kafka(kafka: KafkaCluster) -> Non
         return kafka.broker(kafka.coordinator_of(group)).address
 
     figures = join_scale_kill_leave(
-        coordinator, kafka.bootstrap_servers, group, topic, ("java", "confluent", "java"), None
+        coordinator, kafka.bootstrap_servers, group, topic, ("ours", "confluent", "java"), None
     )
     print(f"Apache Kafka 4 (3 brokers), mixed: {figures}")
 
@@ -376,9 +382,10 @@ def test_join_scale_out_sigkill_and_sigterm_on_kafka(kafka: KafkaCluster) -> Non
 
 
 def test_static_members_come_back_without_a_new_group_epoch(membership: MembershipRecorder) -> None:
-    """A static librdkafka and a static Java member each close (SIGTERM: they leave with epoch
-    -2, keeping their place) and are restarted with the same instance id inside the session: each
-    gets exactly its partitions back, the group epoch does not move, and nobody else revokes."""
+    """A static librdkafka, Java and ConsumerGroupMember each close (SIGTERM: they leave with
+    epoch -2, keeping their place) and are restarted with the same instance id inside the
+    session: each gets exactly its partitions back, the group epoch does not move, and nobody
+    else revokes."""
     group, every = "kip848-static", frozenset(("events", p) for p in range(PARTITIONS))
     session_ms = 15_000  # a JVM restarts well inside it, even on a loaded machine
     with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config(session_ms)) as coordinator:
@@ -387,17 +394,11 @@ def test_static_members_come_back_without_a_new_group_epoch(membership: Membersh
         def static(client: str, name: str) -> MemberProcess:
             return start(bootstrap, group, client, name, instance_id=f"{name}-instance")
 
-        members = [
-            static("confluent", "rs0"),
-            static("java", "js1"),
-            start(bootstrap, group, "confluent", "rd2"),
-        ]
+        members = [static("confluent", "rs0"), static("java", "js1"), static("ours", "os2")]
         retired: list[MemberProcess] = []
         with running_members(members):
-            current = wait_settled(
-                lambda: bootstrap, group, members, every, "two static members and one dynamic"
-            )
-            for index, client in ((0, "confluent"), (1, "java")):
+            current = wait_settled(lambda: bootstrap, group, members, every, "three static members")
+            for index, client in ((0, "confluent"), (1, "java"), (2, "ours")):
                 name, old_id = members[index].name, member_ids(current)[members[index].name]
                 mine = held(members[index])
                 others = {m.name: held(m) for m in members if m.name != name}
@@ -500,8 +501,9 @@ def test_metadata_by_topic_id_with_an_empty_name() -> None:
 def test_a_member_that_never_revokes_stalls_only_what_it_must_give_up(membership: MembershipRecorder) -> None:
     """A member frozen (SIGSTOP) just as a newcomer joins holds partitions the new target moves
     away. Only those wait: the other member gives up just what the newcomer needs from it and
-    keeps the rest throughout, the newcomer gets those at once, and the frozen member's
-    partitions move only when its session has ended (never two owners)."""
+    keeps the rest throughout, the newcomer (this project's ConsumerGroupMember) gets those at
+    once, and the frozen member's partitions move only when its session has ended (never two
+    owners)."""
     group, every = "kip848-stall", frozenset(("events", p) for p in range(PARTITIONS))
     session_ms = 8000  # the newcomer starts and reconciles well inside it
     with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config(session_ms)) as coordinator:
@@ -515,10 +517,10 @@ def test_a_member_that_never_revokes_stalls_only_what_it_must_give_up(membership
             since = marks(members)
             frozen.pause()
             stopped_at = time.time()
-            newcomer = start(bootstrap, group, "confluent", "rc")
+            newcomer = start(bootstrap, group, "ours", "oc")
             members.append(newcomer)
 
-            # While "ra" is frozen: "jb" gives up two partitions and keeps four, "rc" gets those
+            # While "ra" is frozen: "jb" gives up two partitions and keeps four, "oc" gets those
             # two; "ra"'s two to-be-moved partitions are unreleased.
             wait_for(lambda: len(held(newcomer)) == 2, SETTLE_S, "the newcomer to get what jb released")
             wait_for(lambda: len(held(other)) == 4, 30, "jb's revocation report to be read")
@@ -530,8 +532,8 @@ def test_a_member_that_never_revokes_stalls_only_what_it_must_give_up(membership
             assert stalled.group_state == "Reconciling"
             assert partitions_of(view["ra"].assignment) == before["ra"]  # still its own, pending revocation
             assert len(partitions_of(view["ra"].target_assignment)) == 4
-            assert len(partitions_of(view["rc"].target_assignment)) == 4
-            assert partitions_of(view["rc"].assignment) == held(newcomer)
+            assert len(partitions_of(view["oc"].target_assignment)) == 4
+            assert partitions_of(view["oc"].assignment) == held(newcomer)
             kept = held(other)
             assert len(kept) == 4 and kept < before["jb"]
             assert moves(other, since) == (frozenset(), before["jb"] - kept)
