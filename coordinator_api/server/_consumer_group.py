@@ -492,12 +492,15 @@ class ConsumerGroups:
             and req.owned is not None
         )
         changed = updated.assigned != old.assigned or joined
+        return self._answer(updated, full=full, changed=changed)
+
+    def _answer(self, member: _Member, *, full: bool, changed: bool) -> ConsumerGroupHeartbeatResult:
         return ConsumerGroupHeartbeatResult(
             error=ErrorCode.NONE,
-            member_id=member_id,
-            member_epoch=updated.epoch,
+            member_id=member.member_id,
+            member_epoch=member.epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms,
-            assignment=self._by_topic_id(updated.assigned) if full or changed else None,
+            assignment=self._by_topic_id(member.assigned) if full or changed else None,
         )
 
     def _member_for(
@@ -608,6 +611,54 @@ class ConsumerGroups:
             member_epoch=req.member_epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms,
         )
+
+    # --- held heartbeats ---------------------------------------------------------------------
+
+    def nothing_new(
+        self, req: ConsumerGroupHeartbeat, result: ConsumerGroupHeartbeatResult
+    ) -> ConsumerGroupHeartbeat | None:
+        """If ``result`` tells the member nothing it did not say itself (same epoch, and the
+        partitions it may consume are exactly those it owns), the request to wait for news
+        with (:meth:`news_for`), its owned partitions filled in when it sent them as unchanged;
+        else None. Never for a join, a leave, an error, or a member that still has partitions
+        to revoke (its acknowledgement must not wait behind a held answer)."""
+        if result.error is not ErrorCode.NONE or req.member_epoch <= 0:
+            return None
+        group = self._groups.get(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        if member is None or member.state is MemberState.UNREVOKED_PARTITIONS:
+            return None
+        if req.owned is None:  # unchanged: what it had acknowledged, since it revokes nothing
+            req = replace(req, owned=self._by_topic_id(member.assigned))
+        if result.member_epoch != req.member_epoch or member.assigned != self._owned(req.owned):
+            return None
+        return req
+
+    def news_for(
+        self, req: ConsumerGroupHeartbeat, now_ms: int
+    ) -> tuple[ConsumerGroupHeartbeatResult | None, list[MembershipEvent]]:
+        """Reconcile the member of a held heartbeat as if it had sent ``req`` again now, without
+        touching its session (it sent nothing new): the answer if the member has news (a new
+        epoch, partitions to give up or to take, or it is no longer in the group), else None."""
+        events: list[MembershipEvent] = []
+        group = self._groups.get(req.group_id)
+        owned = self._owned(req.owned)
+        try:
+            if group is None:
+                raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise _unknown_member(req.member_id, req.group_id)
+            self._check_epoch(member, req.member_epoch, owned)
+        except _Refused as refused:
+            error = ConsumerGroupHeartbeatResult(
+                error=refused.error, message=refused.message, member_id=req.member_id
+            )
+            return error, events
+        self._reconcile(group, member, owned, now_ms, events)
+        if member.epoch == req.member_epoch and member.assigned == owned:
+            return None, events
+        return self._answer(member, full=True, changed=True), events
 
     # --- timers -----------------------------------------------------------------------------
 

@@ -33,6 +33,14 @@ States and transitions::
   as another request arrives on its connection, so nothing queues behind it. A member with a
   held heartbeat is alive by it, as by a parked JoinGroup; once it is answered (or its
   connection closes) the session counts from the heartbeat's arrival, as if never held.
+* Held ConsumerGroupHeartbeats (KIP-848 groups; Kafka's brokers answer at once): a heartbeat
+  whose answer tells the member nothing new (same epoch, exactly the partitions it owns) is
+  held for up to ``heartbeat_hold_ms``, capped at the group heartbeat interval and a third of
+  the session, and answered the moment the member has news: partitions to give up, partitions
+  another member has just released, a new epoch, or it is no longer in the group. Never held:
+  a join, a leave, an error, or a member with partitions to revoke (its acknowledgement must
+  not queue behind a held answer). Released like a classic held heartbeat when another request
+  arrives on its connection; the session counts from its arrival all the same.
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
   accepted while the group is Empty (a group that only stores offsets).
@@ -111,6 +119,7 @@ class _Timer(enum.Enum):
     SESSION = "a member's session"
     PENDING = "a pending member's first join (KIP-394)"
     HELD_HEARTBEAT = "the end of a held heartbeat"
+    HELD_GROUP_HEARTBEAT = "the end of a held ConsumerGroupHeartbeat"
     JOIN = "the end of the join phase"
     SYNC = "the end of the sync phase"
 
@@ -299,6 +308,10 @@ class GroupCoordinator:
         # Held heartbeats by request: (group id, member id); entries of heartbeats answered
         # otherwise are stale and checked against the member when used.
         self._held: dict[RequestRef, tuple[str, str]] = {}
+        # Held ConsumerGroupHeartbeats: (group id, member id) -> (ref, request, answer, until).
+        self._held_group_heartbeats: dict[
+            tuple[str, str], tuple[RequestRef, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResult, int]
+        ] = {}
 
     # --- restoring durable state ---------------------------------------------------------
 
@@ -388,7 +401,9 @@ class GroupCoordinator:
         elif isinstance(request, DeleteGroups):
             fx.replies.append((ref, self._delete_groups(request, fx)))
         elif isinstance(request, ConsumerGroupHeartbeat):
-            fx.replies.append((ref, self._consumer_group_heartbeat(request, now_ms, fx)))
+            result = self._consumer_group_heartbeat(request, now_ms, fx)
+            if not self._hold_group_heartbeat(ref, request, result, now_ms):
+                fx.replies.append((ref, result))
         elif isinstance(request, ConsumerGroupDescribe):
             described = tuple(self._consumer_groups.describe(g) for g in request.group_ids)
             fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
@@ -407,19 +422,63 @@ class GroupCoordinator:
                 member_id=req.member_id or None,
             )
         result, events = self._consumer_groups.heartbeat(req, now_ms)
-        self._consumer_groups_changed(events, fx)
+        self._consumer_groups_changed(events, fx, now_ms)
         return result
 
-    def _consumer_groups_changed(self, events: list[MembershipEvent], fx: Effects) -> None:
-        """Store every consumer group an event says changed (nothing for a plain heartbeat)."""
-        fx.events.extend(events)
-        for group_id in dict.fromkeys(e.group_id for e in events if e.kind != "rejected"):
-            fx.writes.append(self._consumer_groups.snapshot(group_id))
+    def _consumer_groups_changed(self, events: list[MembershipEvent], fx: Effects, now_ms: int) -> None:
+        """Store every consumer group an event says changed (nothing for a plain heartbeat),
+        and answer the held heartbeats of its members that now have news (which may change the
+        group again: an acknowledgement frees partitions another member waits for)."""
+        while events:
+            fx.events.extend(events)
+            changed = list(dict.fromkeys(e.group_id for e in events if e.kind != "rejected"))
+            events = []
+            for group_id in changed:
+                if group_id in self._consumer_groups:
+                    fx.writes.append(self._consumer_groups.snapshot(group_id))
+                for key in [k for k in self._held_group_heartbeats if k[0] == group_id]:
+                    ref, req, _, _ = self._held_group_heartbeats[key]
+                    news, more = self._consumer_groups.news_for(req, now_ms)
+                    events.extend(more)
+                    if news is not None:
+                        del self._held_group_heartbeats[key]
+                        fx.replies.append((ref, news))
+
+    def _hold_group_heartbeat(
+        self, ref: RequestRef, req: ConsumerGroupHeartbeat, result: ConsumerGroupHeartbeatResult, now_ms: int
+    ) -> bool:
+        """Hold a ConsumerGroupHeartbeat whose answer has nothing new for the member (see the
+        module's rules), until news or the end of the hold."""
+        hold = min(
+            self._config.heartbeat_hold_ms,
+            self._config.consumer_group_heartbeat_interval_ms,
+            self._config.consumer_group_session_timeout_ms // 3,
+        )
+        key = (req.group_id, req.member_id)
+        if ref is None or hold <= 0 or key in self._held_group_heartbeats:
+            return False
+        waiting = self._consumer_groups.nothing_new(req, result)
+        if waiting is None:
+            return False
+        self._held_group_heartbeats[key] = (ref, waiting, result, now_ms + hold)
+        self._schedule(now_ms + hold, _Timer.HELD_GROUP_HEARTBEAT, req.group_id, req.member_id)
+        return True
+
+    def _answer_held_group_heartbeat(self, key: tuple[str, str], now_ms: int, fx: Effects) -> None:
+        """The hold is over: answer with the news if there is some, else as at its arrival."""
+        ref, req, result, _ = self._held_group_heartbeats.pop(key)
+        news, events = self._consumer_groups.news_for(req, now_ms)
+        fx.replies.append((ref, news if news is not None else result))
+        self._consumer_groups_changed(events, fx, now_ms)
 
     def release(self, ref: RequestRef, now_ms: int) -> Effects:
         """Another request arrived on the connection of a held heartbeat: answer it now (NONE),
         so the connection can move on."""
         fx = Effects()
+        for key, (held, _, _, _) in list(self._held_group_heartbeats.items()):
+            if held == ref:
+                self._answer_held_group_heartbeat(key, now_ms, fx)
+                return fx
         group_id, member_id = self._held.pop(ref, ("", ""))
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
@@ -434,6 +493,9 @@ class GroupCoordinator:
         The member stays until its session (now counting again) or the rebalance times out,
         exactly as when a Kafka client dies mid-rebalance.
         """
+        for key, (held, _, _, _) in list(self._held_group_heartbeats.items()):
+            if held == ref:
+                del self._held_group_heartbeats[key]
         for group in self._groups.values():
             for member in group.members.values():
                 if member.awaiting_join == ref:
@@ -461,9 +523,14 @@ class GroupCoordinator:
     def expire(self, now_ms: int) -> Effects:
         """Fire every timer due at ``now_ms``: sessions, pending members, rebalance phases."""
         fx = Effects()
-        self._consumer_groups_changed(self._consumer_groups.expire(now_ms), fx)
+        self._consumer_groups_changed(self._consumer_groups.expire(now_ms), fx, now_ms)
         while self._timers and self._timers[0][0] <= now_ms:
             deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
+            if kind is _Timer.HELD_GROUP_HEARTBEAT:
+                held = self._held_group_heartbeats.get((group_id, member_id))
+                if held is not None and held[3] == deadline:
+                    self._answer_held_group_heartbeat((group_id, member_id), now_ms, fx)
+                continue
             group = self._groups.get(group_id)
             if group is None:
                 continue

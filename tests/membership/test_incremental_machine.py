@@ -57,8 +57,9 @@ MARGIN_MS = 500
 PARTITIONS = 12
 
 
-def make_server() -> GroupCoordinator:
+def make_server(hold_ms: int = 0) -> GroupCoordinator:
     config = CoordinatorConfig(
+        heartbeat_hold_ms=hold_ms,
         initial_rebalance_delay_ms=0,
         consumer_group_session_timeout_ms=SESSION_MS,
         consumer_group_heartbeat_interval_ms=INTERVAL_MS,
@@ -100,8 +101,10 @@ class Member:
 class Network:
     """Members, the coordinator and the messages between them, on one fake clock."""
 
-    def __init__(self, seed: int = 0, max_delay_ms: int = 0) -> None:
-        self.server = make_server()
+    def __init__(self, seed: int = 0, max_delay_ms: int = 0, hold_ms: int = 0) -> None:
+        self.server = make_server(hold_ms)
+        # Requests the coordinator holds: ref -> (member, sent at, leaving).
+        self.waiting: dict[int, tuple[Member, int, bool]] = {}
         self.now = 0
         self.refs = iter(range(1, 10**9))
         self.members: dict[str, Member] = {}
@@ -162,28 +165,38 @@ class Network:
             subscribed_topic_names=("t",),
             owned=self.by_topic_id(action.owned),
         )
-        fx = self.server.handle(next(self.refs), request, self.now)
-        ((_, result),) = fx.replies
-        assert isinstance(result, ConsumerGroupHeartbeatResult)
-        if leaving:
-            self.deliver(name, LeaveAnswered(result.error))
-            return
-        assignment = (
-            None
-            if result.assignment is None
-            else frozenset((tid, p) for tid, parts in result.assignment for p in parts)
-        )
-        self.deliver(
-            name,
-            GroupHeartbeatAnswered(
-                sent_at,
-                result.error,
-                result.message or "",
-                result.member_epoch,
-                result.heartbeat_interval_ms,
-                assignment,
-            ),
-        )
+        ref = next(self.refs)
+        self.waiting[ref] = (self.members[name], sent_at, leaving)
+        self.answer(self.server.handle(ref, request, self.now).replies)
+
+    def answer(self, replies: list[tuple[object, object]]) -> None:
+        """Deliver the coordinator's answers (to this request, or to held ones it released)."""
+        by_member = {id(member): name for name, member in self.members.items()}
+        for ref, result in replies:
+            member, sent_at, leaving = self.waiting.pop(ref)  # type: ignore[call-overload]
+            assert isinstance(result, ConsumerGroupHeartbeatResult)
+            name = by_member.get(id(member))
+            if name is None:
+                continue  # the process is gone
+            if leaving:
+                self.deliver(name, LeaveAnswered(result.error))
+                continue
+            assignment = (
+                None
+                if result.assignment is None
+                else frozenset((tid, p) for tid, parts in result.assignment for p in parts)
+            )
+            self.deliver(
+                name,
+                GroupHeartbeatAnswered(
+                    sent_at,
+                    result.error,
+                    result.message or "",
+                    result.member_epoch,
+                    result.heartbeat_interval_ms,
+                    assignment,
+                ),
+            )
 
     @staticmethod
     def by_topic_id(owned: frozenset[tuple[bytes, int]]) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
@@ -205,7 +218,7 @@ class Network:
         end = self.now + ms
         while self.now < end:
             self.now += step
-            self.server.expire(self.now)
+            self.answer(self.server.expire(self.now).replies)
             due = sorted((m for m in self.in_transit if m[0] <= self.now), key=lambda m: m[0])
             self.in_transit = [m for m in self.in_transit if m[0] > self.now]
             by_member = {id(member): name for name, member in self.members.items()}
@@ -341,7 +354,7 @@ def test_an_application_that_never_finishes_revoking_loses_before_the_coordinato
     # a is asked to revoke half but its application never gets to it.
     for _ in range(REBALANCE_MS // 10 + 100):
         net.now += 10
-        net.server.expire(net.now)
+        net.answer(net.server.expire(net.now).replies)
         due = [m for m in net.in_transit if m[0] <= net.now]
         net.in_transit = [m for m in net.in_transit if m[0] > net.now]
         for _, member, event in due:
@@ -391,19 +404,21 @@ def test_a_member_that_stops_polling_leaves_and_rejoins_when_polled_again() -> N
     assert net.every_partition_started_once() and a.started
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     delay=st.sampled_from([0, 80, 300, 700]),
+    hold_ms=st.sampled_from([0, 500]),
     joins=st.lists(st.sampled_from("abcdef"), min_size=2, max_size=10),
 )
 def test_members_joining_and_leaving_at_random_never_start_a_partition_twice(
-    seed: int, delay: int, joins: list[str]
+    seed: int, delay: int, hold_ms: int, joins: list[str]
 ) -> None:
     # Answers take up to `delay` ms; members come, leave or crash; after every step no partition
     # has been started by two applications, and once things stop changing (and the sessions of
     # crashed members ran out) every partition is started exactly once.
-    net = Network(seed=seed, max_delay_ms=delay)
+    # With hold_ms the coordinator holds heartbeats that have no news for up to an interval.
+    net = Network(seed=seed, max_delay_ms=delay, hold_ms=hold_ms)
     rng = random.Random(seed)
     for name in joins:
         if name in net.members and rng.random() < 0.5:

@@ -51,6 +51,7 @@ CONFIG = CoordinatorConfig(
     min_session_timeout_ms=500,
     consumer_group_session_timeout_ms=SESSION_MS,
     consumer_group_heartbeat_interval_ms=INTERVAL_MS,
+    heartbeat_hold_ms=0,  # every heartbeat answered at once; holds: test_consumer_group_holds.py
 )
 
 

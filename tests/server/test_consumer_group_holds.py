@@ -1,0 +1,167 @@
+"""Held ConsumerGroupHeartbeats on the embedded coordinator, sans-IO.
+
+A heartbeat whose answer would tell the member nothing new is held (up to the group's heartbeat
+interval here) and answered the moment the member has news. The requests go through
+:class:`GroupCoordinator` with a fake clock and the consumer plugin's server-side assignors, as
+the server runs them; each step looks at which requests the coordinator answered, and when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
+
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server import CoordinatorConfig
+from coordinator_api.server._messages import (
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
+    CreateTopics,
+    NewTopic,
+)
+from coordinator_api.server._state import Effects, GroupCoordinator
+
+INTERVAL_MS = 500
+CONFIG = CoordinatorConfig(
+    initial_rebalance_delay_ms=0,
+    consumer_group_session_timeout_ms=6000,
+    consumer_group_heartbeat_interval_ms=INTERVAL_MS,
+    heartbeat_hold_ms=5000,  # capped at the interval for consumer groups
+)
+
+
+class Coordinator:
+    def __init__(self) -> None:
+        self.state = GroupCoordinator(CONFIG, server_assignors=SERVER_ASSIGNORS)
+        self.now = 0
+        self.refs = iter(range(1, 1_000_000))
+        request = CreateTopics(topics=(NewTopic(name="t", num_partitions=6, replication_factor=1),))
+        self.state.handle(0, request, 0)
+        (topic,) = self.state.topics()
+        self.topic_id = topic.topic_id
+        self.answered: dict[int, ConsumerGroupHeartbeatResult] = {}
+
+    def take(self, fx: Effects) -> list[int]:
+        """Record the answers in ``fx``; the refs answered, in order."""
+        refs = []
+        for ref, result in fx.replies:
+            assert isinstance(ref, int) and isinstance(result, ConsumerGroupHeartbeatResult)
+            self.answered[ref] = result
+            refs.append(ref)
+        return refs
+
+    def send(
+        self, member_id: str, epoch: int, owned: Iterable[int] = (), **fields: object
+    ) -> tuple[int, list[int]]:
+        """Send a full heartbeat; its ref and the refs answered by it (its own, or held ones)."""
+        ref = next(self.refs)
+        parts = tuple(sorted(owned))
+        request = ConsumerGroupHeartbeat(
+            group_id="g",
+            member_id=member_id,
+            member_epoch=epoch,
+            rebalance_timeout_ms=4000,
+            subscribed_topic_names=("t",),
+            owned=((self.topic_id, parts),) if parts else (),
+            **fields,  # type: ignore[arg-type]
+        )
+        return ref, self.take(self.state.handle(ref, request, self.now))
+
+    def advance(self, ms: int) -> list[int]:
+        self.now += ms
+        return self.take(self.state.expire(self.now))
+
+    def partitions(self, ref: int) -> set[int]:
+        assignment = self.answered[ref].assignment
+        assert assignment is not None
+        return {p for _, parts in assignment for p in parts}
+
+
+@pytest.fixture
+def c() -> Coordinator:
+    return Coordinator()
+
+
+def join_alone(c: Coordinator) -> None:
+    ref, answered = c.send("a", 0)  # a join is never held
+    assert answered == [ref] and c.partitions(ref) == set(range(6))
+
+
+def test_a_heartbeat_with_nothing_new_is_held_until_the_interval_ends(c: Coordinator) -> None:
+    join_alone(c)
+    ref, answered = c.send("a", 1, range(6))
+    assert answered == []  # held: nothing new for a
+    assert c.advance(INTERVAL_MS - 1) == []
+    assert c.advance(1) == [ref]
+    result = c.answered[ref]
+    assert (result.error, result.member_epoch, c.partitions(ref)) == (ErrorCode.NONE, 1, set(range(6)))
+
+
+def test_a_held_member_learns_at_once_that_it_must_give_partitions_up(c: Coordinator) -> None:
+    join_alone(c)
+    held, _ = c.send("a", 1, range(6))
+    c.advance(100)
+    newcomer, answered = c.send("b", 0)
+    # b's join moves the target: a's held heartbeat is answered in the same step, with less.
+    assert sorted(answered) == sorted([newcomer, held])
+    assert c.partitions(held) == {0, 1, 2} and c.answered[held].member_epoch == 1
+    assert c.partitions(newcomer) == set()  # 3, 4, 5 are still a's until it revokes them
+
+
+def test_a_waiting_member_gets_released_partitions_the_moment_their_owner_acknowledges(
+    c: Coordinator,
+) -> None:
+    join_alone(c)
+    c.send("b", 0)
+    revoke, _ = c.send("a", 1, range(6))  # told to revoke 3, 4, 5: answered at once, not held
+    assert c.partitions(revoke) == {0, 1, 2}
+    waiting, answered = c.send("b", 2)
+    assert answered == []  # b has nothing new until a acknowledges: held
+    ack, answered = c.send("a", 1, {0, 1, 2})  # a no longer owns 3, 4, 5
+    assert set(answered) == {ack, waiting}
+    assert c.answered[ack].member_epoch == 2
+    assert c.partitions(waiting) == {3, 4, 5} and c.answered[waiting].member_epoch == 2
+
+
+def test_joins_leaves_errors_and_members_with_partitions_to_revoke_are_never_held(c: Coordinator) -> None:
+    join_alone(c)
+    c.send("b", 0)
+    # a must revoke: answered at once, and so is its next heartbeat while it still owns them.
+    ref, answered = c.send("a", 1, range(6))
+    assert answered == [ref]
+    ref, answered = c.send("a", 1, range(6))
+    assert answered == [ref]
+    ref, answered = c.send("x", 7, ())  # an error (unknown member)
+    assert answered == [ref] and c.answered[ref].error is ErrorCode.UNKNOWN_MEMBER_ID
+    ref, answered = c.send("b", -1)  # a leave
+    assert answered == [ref] and c.answered[ref].error is ErrorCode.NONE
+
+
+def test_a_held_heartbeat_is_answered_when_its_client_sends_again_and_forgotten_when_it_disconnects(
+    c: Coordinator,
+) -> None:
+    join_alone(c)
+    held, _ = c.send("a", 1, range(6))
+    assert c.take(c.state.release(held, c.now)) == [held]  # another request on its connection
+    held, _ = c.send("a", 1, range(6))
+    assert c.take(c.state.abandon(held, c.now)) == []
+    assert c.advance(INTERVAL_MS) == []  # nothing is answered on a closed connection
+
+
+def test_a_held_member_gets_the_partitions_of_a_member_whose_session_ends_at_once(c: Coordinator) -> None:
+    join_alone(c)
+    c.send("b", 0)
+    c.send("a", 1, range(6))
+    c.send("a", 1, {0, 1, 2})  # a acknowledges, then falls silent: its session (6 s) runs out
+    owned: set[int] = set()
+    for _ in range(40):
+        ref, _ = c.send("b", 2, owned)
+        while ref not in c.answered:
+            c.advance(50)
+        owned = c.partitions(ref)
+        if owned == set(range(6)):
+            break
+    # Answered when a expired (6 s after its last heartbeat), not at the end of b's hold.
+    assert c.answered[ref].member_epoch == 3 and c.now == 6000
