@@ -15,13 +15,17 @@ Rules:
 * **Heartbeats carry everything.** Every heartbeat is full (subscription, rebalance timeout,
   owned partitions), so every answer carries the member's whole assignment and a lost answer
   costs nothing. Heartbeats go one at a time, every ``heartbeat_interval_ms`` *as the
-  coordinator sets it* in its answers.
+  coordinator sets it* in its answers, counted from each send (a coordinator that held an
+  answer gets the next heartbeat at once).
 * **The application applies assignments.** An answer whose assignment differs from what the
   member owns becomes :class:`Reconcile` for the application thread: give up what is gone
   first, then start what is new (revoke before assign, as Kafka). :class:`Reconciled` tells the
   machine, which acknowledges at once with a heartbeat listing the new owned partitions: the
   coordinator frees revoked partitions for their next owners only when a heartbeat no longer
-  lists them.
+  lists them. One assignment is applied at a time; while one is, heartbeats list what it
+  starts as owned too, since a newer answer may already have taken some of it away (the
+  coordinator then waits for this member to give them up, instead of handing them on while it
+  starts them).
 * **Lease safety.** The coordinator cannot expire this member before ``session_timeout_ms``
   after it received the member's last heartbeat, which is no earlier than the member sent it.
   A member that owns partitions therefore declares them :class:`Lost` ``lease_margin_ms``
@@ -194,6 +198,7 @@ class IncrementalMachine:
     incarnation: int = 0  # grows whenever a membership ends; older answers are ignored
     _sent_incarnation: int = 0
     _sent_owned: Assignment = frozenset()  # what the heartbeat in flight lists as owned
+    _sent_epoch: int = JOIN_EPOCH  # the epoch the heartbeat in flight carries
     _acknowledged_owned: Assignment = frozenset()  # what the last answered heartbeat listed
     _actions: list[Action] = field(default_factory=list)  # FindCoordinator, SendGroupHeartbeat,
     # Reconcile, Lost, Fail
@@ -307,7 +312,15 @@ class IncrementalMachine:
             self.member_epoch = event.member_epoch
             if event.heartbeat_interval_ms > 0:
                 self.heartbeat_interval_ms = event.heartbeat_interval_ms
-            self.next_heartbeat = now + self.heartbeat_interval_ms
+            # An interval after the send, not after the answer: an answer the coordinator held
+            # (the embedded one holds those with nothing new) is followed by the next at once,
+            # so the member is always reachable for news; otherwise it changes nothing.
+            self.next_heartbeat = max(now, event.sent_at + self.heartbeat_interval_ms)
+            if self._sent_epoch == JOIN_EPOCH:
+                # Joined: heartbeat again at once. A coordinator that holds heartbeats then
+                # answers the moment this member's partitions are released by their owners;
+                # one that does not answers at once with nothing new.
+                self.next_heartbeat = now
             self._acknowledged_owned = self._sent_owned
             if event.assignment is not None:
                 self.target = event.assignment
@@ -460,5 +473,10 @@ class IncrementalMachine:
         if self._can_heartbeat() and self.next_heartbeat is not None and now >= self.next_heartbeat:
             self.in_flight.add(RequestKind.HEARTBEAT)
             self.next_heartbeat = now + self.heartbeat_interval_ms
-            self._sent_incarnation, self._sent_owned = self.incarnation, self.owned
-            self._actions.append(SendGroupHeartbeat(self.member_id, self.member_epoch, self.owned))
+            # Owned: what the application works on, and what it may be starting right now: an
+            # assignment it is applying may include partitions a newer answer took away, and the
+            # coordinator must not give those to anyone before this member has let them go.
+            starting = self.awaiting.assigned if self.awaiting is not None else frozenset()
+            self._sent_incarnation, self._sent_owned = self.incarnation, self.owned | starting
+            self._sent_epoch = self.member_epoch
+            self._actions.append(SendGroupHeartbeat(self.member_id, self.member_epoch, self._sent_owned))

@@ -35,8 +35,9 @@ States and transitions::
   connection closes) the session counts from the heartbeat's arrival, as if never held.
 * Held ConsumerGroupHeartbeats (KIP-848 groups; Kafka's brokers answer at once): a heartbeat
   whose answer tells the member nothing new (same epoch, exactly the partitions it owns) is
-  held for up to ``heartbeat_hold_ms``, capped at the group heartbeat interval and a third of
-  the session, and answered the moment the member has news: partitions to give up, partitions
+  held for up to ``heartbeat_hold_ms``, capped at a third of the session and at half of what
+  the heartbeat interval leaves of it (so the next heartbeat, sent an interval after the
+  answer, still arrives well inside the session), and answered the moment the member has news: partitions to give up, partitions
   another member has just released, a new epoch, or it is no longer in the group. Never held:
   a join, a leave, an error, or a member with partitions to revoke (its acknowledgement must
   not queue behind a held answer). Released like a classic held heartbeat when another request
@@ -449,11 +450,14 @@ class GroupCoordinator:
     ) -> bool:
         """Hold a ConsumerGroupHeartbeat whose answer has nothing new for the member (see the
         module's rules), until news or the end of the hold."""
-        hold = min(
-            self._config.heartbeat_hold_ms,
+        # Clients send their next heartbeat an interval after the answer: a hold of a third of
+        # the session, and at most half of what the interval leaves of it, keeps that next one
+        # well inside the session.
+        session, interval = (
+            self._config.consumer_group_session_timeout_ms,
             self._config.consumer_group_heartbeat_interval_ms,
-            self._config.consumer_group_session_timeout_ms // 3,
         )
+        hold = min(self._config.heartbeat_hold_ms, session // 3, (session - interval) // 2)
         key = (req.group_id, req.member_id)
         if ref is None or hold <= 0 or key in self._held_group_heartbeats:
             return False
