@@ -628,7 +628,9 @@ class ConsumerGroups:
         member = group.members.get(req.member_id) if group is not None else None
         if member is None or member.state is MemberState.UNREVOKED_PARTITIONS:
             return None
-        if req.owned is None:  # unchanged: what it had acknowledged, since it revokes nothing
+        if req.owned is None:  # "unchanged": then an answer with an assignment is news
+            if result.assignment is not None:
+                return None
             req = replace(req, owned=self._by_topic_id(member.assigned))
         if result.member_epoch != req.member_epoch or member.assigned != self._owned(req.owned):
             return None

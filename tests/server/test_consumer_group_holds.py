@@ -167,3 +167,18 @@ def test_a_held_member_gets_the_partitions_of_a_member_whose_session_ends_at_onc
             break
     # Answered when a expired (6 s after its last heartbeat), not at the end of b's hold.
     assert c.answered[ref].member_epoch == 3 and c.now == 6000
+
+
+def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_at_once(
+    c: Coordinator,
+) -> None:
+    # Kafka's clients send owned partitions only when they change (null: unchanged); a newcomer
+    # whose partitions were released since its last heartbeat must get them, not be held.
+    join_alone(c)
+    c.send("b", 0)
+    c.send("a", 1, range(6))  # told to revoke 3, 4, 5
+    c.send("a", 1, {0, 1, 2})  # revoked
+    ref = next(c.refs)
+    request = ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=2, owned=None)
+    assert c.take(c.state.handle(ref, request, c.now)) == [ref]
+    assert c.partitions(ref) == {3, 4, 5}
