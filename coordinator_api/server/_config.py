@@ -37,8 +37,9 @@ class CoordinatorConfig:
         than a third of the member's session, and released as soon as the client sends another
         request on the connection. For consumer groups of the incremental protocol, a
         ConsumerGroupHeartbeat with nothing new for its member is held (at most a third of the
-        group session, and half of what the heartbeat interval leaves of it) and answered the moment the member has news (docs/incremental.md).
-        No Kafka counterpart; 0 answers every heartbeat at once, as Kafka's coordinators do.
+        group session, and half of what the heartbeat interval leaves of it) and answered the
+        moment the member has news (docs/incremental.md). No Kafka counterpart; 0 answers every
+        heartbeat at once, as Kafka's coordinators do.
     :param consumer_group_session_timeout_ms: ``group.consumer.session.timeout.ms``: the session
         of a member of a consumer group of the incremental protocol (KIP-848), where the
         coordinator, not the member, sets it.

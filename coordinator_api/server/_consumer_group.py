@@ -620,14 +620,21 @@ class ConsumerGroups:
         """If ``result`` tells the member nothing it did not say itself (same epoch, and the
         partitions it may consume are exactly those it owns), the request to wait for news
         with (:meth:`news_for`), its owned partitions filled in when it sent them as unchanged;
-        else None. Never for a join, a leave, an error, or a member that still has partitions
-        to revoke (its acknowledgement must not wait behind a held answer)."""
-        if result.error is not ErrorCode.NONE or req.member_epoch <= 0:
+        else None. A join is held only while it gets nothing and waits for partitions others
+        still own (then the answer, with its epoch, comes the moment some are released); never
+        a leave, an error, or a member that still has partitions to revoke (its
+        acknowledgement must not wait behind a held answer)."""
+        if result.error is not ErrorCode.NONE or req.member_epoch < 0:
             return None
         group = self._groups.get(req.group_id)
-        member = group.members.get(req.member_id) if group is not None else None
+        member = group.members.get(result.member_id or req.member_id) if group is not None else None
         if member is None or member.state is MemberState.UNREVOKED_PARTITIONS:
             return None
+        if req.member_epoch == JOIN_EPOCH:
+            waits = member.state is MemberState.UNRELEASED_PARTITIONS and not member.assigned
+            if not waits or result.assignment != ():
+                return None
+            return replace(req, member_id=member.member_id, member_epoch=result.member_epoch, owned=())
         if req.owned is None:  # "unchanged": then an answer with an assignment is news
             if result.assignment is not None:
                 return None

@@ -37,10 +37,12 @@ States and transitions::
   whose answer tells the member nothing new (same epoch, exactly the partitions it owns) is
   held for up to ``heartbeat_hold_ms``, capped at a third of the session and at half of what
   the heartbeat interval leaves of it (so the next heartbeat, sent an interval after the
-  answer, still arrives well inside the session), and answered the moment the member has news: partitions to give up, partitions
-  another member has just released, a new epoch, or it is no longer in the group. Never held:
-  a join, a leave, an error, or a member with partitions to revoke (its acknowledgement must
-  not queue behind a held answer). Released like a classic held heartbeat when another request
+  answer, still arrives well inside the session), and answered the moment the member has
+  news: partitions to give up, partitions another member has just released, a new epoch, or
+  it is no longer in the group. A join is
+  held only while it gets nothing and waits for partitions others still own. Never held: a
+  leave, an error, or a member with partitions to revoke (its acknowledgement must not queue
+  behind a held answer). Released like a classic held heartbeat when another request
   arrives on its connection; the session counts from its arrival all the same.
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
@@ -458,14 +460,14 @@ class GroupCoordinator:
             self._config.consumer_group_heartbeat_interval_ms,
         )
         hold = min(self._config.heartbeat_hold_ms, session // 3, (session - interval) // 2)
-        key = (req.group_id, req.member_id)
-        if ref is None or hold <= 0 or key in self._held_group_heartbeats:
+        if ref is None or hold <= 0:
             return False
         waiting = self._consumer_groups.nothing_new(req, result)
-        if waiting is None:
+        key = (req.group_id, waiting.member_id) if waiting is not None else None
+        if waiting is None or key is None or key in self._held_group_heartbeats:
             return False
         self._held_group_heartbeats[key] = (ref, waiting, result, now_ms + hold)
-        self._schedule(now_ms + hold, _Timer.HELD_GROUP_HEARTBEAT, req.group_id, req.member_id)
+        self._schedule(now_ms + hold, _Timer.HELD_GROUP_HEARTBEAT, req.group_id, waiting.member_id)
         return True
 
     def _answer_held_group_heartbeat(self, key: tuple[str, str], now_ms: int, fx: Effects) -> None:

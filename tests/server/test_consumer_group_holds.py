@@ -44,6 +44,7 @@ class Coordinator:
         (topic,) = self.state.topics()
         self.topic_id = topic.topic_id
         self.answered: dict[int, ConsumerGroupHeartbeatResult] = {}
+        self.last: dict[str, int] = {}  # each member's latest request
 
     def take(self, fx: Effects) -> list[int]:
         """Record the answers in ``fx``; the refs answered, in order."""
@@ -57,8 +58,13 @@ class Coordinator:
     def send(
         self, member_id: str, epoch: int, owned: Iterable[int] = (), **fields: object
     ) -> tuple[int, list[int]]:
-        """Send a full heartbeat; its ref and the refs answered by it (its own, or held ones)."""
-        ref = next(self.refs)
+        """Send a full heartbeat; its ref and the refs answered by it (its own, or held ones).
+        As the server's shell does, a held request of the same member (its connection) is
+        answered first."""
+        released = []
+        if member_id in self.last and self.last[member_id] not in self.answered:
+            released = self.take(self.state.release(self.last[member_id], self.now))
+        ref = self.last[member_id] = next(self.refs)
         parts = tuple(sorted(owned))
         request = ConsumerGroupHeartbeat(
             group_id="g",
@@ -69,7 +75,7 @@ class Coordinator:
             owned=((self.topic_id, parts),) if parts else (),
             **fields,  # type: ignore[arg-type]
         )
-        return ref, self.take(self.state.handle(ref, request, self.now))
+        return ref, released + self.take(self.state.handle(ref, request, self.now))
 
     def advance(self, ms: int) -> list[int]:
         self.now += ms
@@ -106,30 +112,34 @@ def test_a_held_member_learns_at_once_that_it_must_give_partitions_up(c: Coordin
     held, _ = c.send("a", 1, range(6))
     c.advance(100)
     newcomer, answered = c.send("b", 0)
-    # b's join moves the target: a's held heartbeat is answered in the same step, with less.
-    assert sorted(answered) == sorted([newcomer, held])
+    # b's join moves the target: a's held heartbeat is answered in the same step, with less;
+    # b's join, which would bring it nothing yet (3, 4, 5 are a's until it revokes them), waits.
+    assert answered == [held]
     assert c.partitions(held) == {0, 1, 2} and c.answered[held].member_epoch == 1
-    assert c.partitions(newcomer) == set()  # 3, 4, 5 are still a's until it revokes them
+    ack, answered = c.send("a", 1, {0, 1, 2})
+    assert sorted(answered) == sorted([ack, newcomer])  # b's join answered with what a let go
+    assert c.partitions(newcomer) == {3, 4, 5} and c.answered[newcomer].member_epoch == 2
 
 
 def test_a_waiting_member_gets_released_partitions_the_moment_their_owner_acknowledges(
     c: Coordinator,
 ) -> None:
     join_alone(c)
-    c.send("b", 0)
+    join, _ = c.send("b", 0)
     revoke, _ = c.send("a", 1, range(6))  # told to revoke 3, 4, 5: answered at once, not held
     assert c.partitions(revoke) == {0, 1, 2}
     waiting, answered = c.send("b", 2)
-    assert answered == []  # b has nothing new until a acknowledges: held
+    # b's held join is answered (nothing yet) as it sends again; this one waits for a.
+    assert answered == [join] and c.partitions(join) == set()
     ack, answered = c.send("a", 1, {0, 1, 2})  # a no longer owns 3, 4, 5
     assert set(answered) == {ack, waiting}
     assert c.answered[ack].member_epoch == 2
     assert c.partitions(waiting) == {3, 4, 5} and c.answered[waiting].member_epoch == 2
 
 
-def test_joins_leaves_errors_and_members_with_partitions_to_revoke_are_never_held(c: Coordinator) -> None:
+def test_leaves_errors_and_members_with_partitions_to_revoke_are_never_held(c: Coordinator) -> None:
     join_alone(c)
-    c.send("b", 0)
+    c.send("b", 0)  # held: it would get nothing yet
     # a must revoke: answered at once, and so is its next heartbeat while it still owns them.
     ref, answered = c.send("a", 1, range(6))
     assert answered == [ref]
@@ -137,8 +147,8 @@ def test_joins_leaves_errors_and_members_with_partitions_to_revoke_are_never_hel
     assert answered == [ref]
     ref, answered = c.send("x", 7, ())  # an error (unknown member)
     assert answered == [ref] and c.answered[ref].error is ErrorCode.UNKNOWN_MEMBER_ID
-    ref, answered = c.send("b", -1)  # a leave
-    assert answered == [ref] and c.answered[ref].error is ErrorCode.NONE
+    ref, answered = c.send("b", -1)  # a leave (its held join is answered first, by the shell)
+    assert answered[-1] == ref and c.answered[ref].error is ErrorCode.NONE
 
 
 def test_a_held_heartbeat_is_answered_when_its_client_sends_again_and_forgotten_when_it_disconnects(
@@ -175,7 +185,9 @@ def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_a
     # Kafka's clients send owned partitions only when they change (null: unchanged); a newcomer
     # whose partitions were released since its last heartbeat must get them, not be held.
     join_alone(c)
-    c.send("b", 0)
+    join, _ = c.send("b", 0)
+    c.take(c.state.release(join, c.now))  # b's client sent something else on the connection
+    assert c.partitions(join) == set()
     c.send("a", 1, range(6))  # told to revoke 3, 4, 5
     c.send("a", 1, {0, 1, 2})  # revoked
     ref = next(c.refs)
