@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import NoReturn
 
 from coordinator_api._membership._machine import (
     Action,
@@ -70,6 +69,7 @@ from coordinator_api._membership._machine import (
     RequestFailed,
     RequestKind,
     Tick,
+    _unhandled,
 )
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api._types import Generation
@@ -146,10 +146,6 @@ Event = (
     | LeaveAnswered
     | Tick
 )
-
-
-def _unhandled(event: NoReturn) -> NoReturn:
-    raise AssertionError(f"no handler for {event!r}")
 
 
 # --- actions -----------------------------------------------------------------------------------

@@ -213,7 +213,7 @@ Event = (
 
 
 def _unhandled(event: NoReturn) -> NoReturn:
-    """mypy reports a call with an event type that has no ``case`` in :meth:`MemberMachine.handle`."""
+    """mypy reports a call with an event type that has no ``case`` in a machine's ``handle``."""
     raise AssertionError(f"no handler for {event!r}")
 
 

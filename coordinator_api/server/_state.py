@@ -39,11 +39,11 @@ States and transitions::
   the heartbeat interval leaves of it (so the next heartbeat, sent an interval after the
   answer, still arrives well inside the session), and answered the moment the member has
   news: partitions to give up, partitions another member has just released, a new epoch, or
-  it is no longer in the group. A join is
-  held only while it gets nothing and waits for partitions others still own. Never held: a
-  leave, an error, or a member with partitions to revoke (its acknowledgement must not queue
-  behind a held answer). Released like a classic held heartbeat when another request
-  arrives on its connection; the session counts from its arrival all the same.
+  it is no longer in the group. A join is held only while it gets nothing and waits for
+  partitions others still own. Never held: a leave, an error, or a member with partitions to
+  revoke (its acknowledgement must not queue behind a held answer). Released like a classic
+  held heartbeat when another request arrives on its connection; the session counts from its
+  arrival all the same.
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
   accepted while the group is Empty (a group that only stores offsets).
@@ -139,6 +139,14 @@ def _new_member_id(prefix: str) -> str:
 
 def _new_topic_id() -> bytes:
     return uuid.uuid4().bytes
+
+
+@dataclass(frozen=True)
+class _HeldGroupHeartbeat:
+    ref: RequestRef
+    request: ConsumerGroupHeartbeat  # as it is reconciled again when the group changes
+    answer: ConsumerGroupHeartbeatResult  # what it gets if nothing happens meanwhile
+    until: int
 
 
 @dataclass(eq=False)
@@ -308,13 +316,11 @@ class GroupCoordinator:
         # when popped, so resetting a session costs no heap work.
         self._timers: list[tuple[int, int, _Timer, str, str]] = []
         self._timer_seq = 0
-        # Held heartbeats by request: (group id, member id); entries of heartbeats answered
-        # otherwise are stale and checked against the member when used.
+        # Held heartbeats (classic and ConsumerGroupHeartbeat) by request: (group id, member id);
+        # entries of heartbeats answered otherwise are stale and checked when used.
         self._held: dict[RequestRef, tuple[str, str]] = {}
-        # Held ConsumerGroupHeartbeats: (group id, member id) -> (ref, request, answer, until).
-        self._held_group_heartbeats: dict[
-            tuple[str, str], tuple[RequestRef, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResult, int]
-        ] = {}
+        # Held ConsumerGroupHeartbeats by group id, then member id.
+        self._held_group_heartbeats: dict[str, dict[str, _HeldGroupHeartbeat]] = {}
 
     # --- restoring durable state ---------------------------------------------------------
 
@@ -439,13 +445,13 @@ class GroupCoordinator:
             for group_id in changed:
                 if group_id in self._consumer_groups:
                     fx.writes.append(self._consumer_groups.snapshot(group_id))
-                for key in [k for k in self._held_group_heartbeats if k[0] == group_id]:
-                    ref, req, _, _ = self._held_group_heartbeats[key]
-                    news, more = self._consumer_groups.news_for(req, now_ms)
+                held = self._held_group_heartbeats.get(group_id, {})
+                for member_id, heartbeat in list(held.items()):
+                    news, more = self._consumer_groups.news_for(heartbeat.request, now_ms)
                     events.extend(more)
                     if news is not None:
-                        del self._held_group_heartbeats[key]
-                        fx.replies.append((ref, news))
+                        self._unhold_group_heartbeat(group_id, member_id)
+                        fx.replies.append((heartbeat.ref, news))
 
     def _hold_group_heartbeat(
         self, ref: RequestRef, req: ConsumerGroupHeartbeat, result: ConsumerGroupHeartbeatResult, now_ms: int
@@ -463,28 +469,45 @@ class GroupCoordinator:
         if ref is None or hold <= 0:
             return False
         waiting = self._consumer_groups.nothing_new(req, result)
-        key = (req.group_id, waiting.member_id) if waiting is not None else None
-        if waiting is None or key is None or key in self._held_group_heartbeats:
+        if waiting is None:
             return False
-        self._held_group_heartbeats[key] = (ref, waiting, result, now_ms + hold)
+        held = self._held_group_heartbeats.setdefault(req.group_id, {})
+        if waiting.member_id in held:
+            return False
+        held[waiting.member_id] = _HeldGroupHeartbeat(ref, waiting, result, now_ms + hold)
+        self._held[ref] = (req.group_id, waiting.member_id)
         self._schedule(now_ms + hold, _Timer.HELD_GROUP_HEARTBEAT, req.group_id, waiting.member_id)
         return True
 
-    def _answer_held_group_heartbeat(self, key: tuple[str, str], now_ms: int, fx: Effects) -> None:
+    def _unhold_group_heartbeat(self, group_id: str, member_id: str) -> _HeldGroupHeartbeat:
+        held = self._held_group_heartbeats[group_id]
+        heartbeat = held.pop(member_id)
+        if not held:
+            del self._held_group_heartbeats[group_id]
+        self._held.pop(heartbeat.ref, None)
+        return heartbeat
+
+    def _held_group_heartbeat(self, ref: RequestRef) -> tuple[str, str] | None:
+        """(group id, member id) of the held ConsumerGroupHeartbeat ``ref``, if it is one."""
+        group_id, member_id = self._held.get(ref, ("", ""))
+        heartbeat = self._held_group_heartbeats.get(group_id, {}).get(member_id)
+        return (group_id, member_id) if heartbeat is not None and heartbeat.ref == ref else None
+
+    def _answer_held_group_heartbeat(self, group_id: str, member_id: str, now_ms: int, fx: Effects) -> None:
         """The hold is over: answer with the news if there is some, else as at its arrival."""
-        ref, req, result, _ = self._held_group_heartbeats.pop(key)
-        news, events = self._consumer_groups.news_for(req, now_ms)
-        fx.replies.append((ref, news if news is not None else result))
+        heartbeat = self._unhold_group_heartbeat(group_id, member_id)
+        news, events = self._consumer_groups.news_for(heartbeat.request, now_ms)
+        fx.replies.append((heartbeat.ref, news if news is not None else heartbeat.answer))
         self._consumer_groups_changed(events, fx, now_ms)
 
     def release(self, ref: RequestRef, now_ms: int) -> Effects:
         """Another request arrived on the connection of a held heartbeat: answer it now (NONE),
         so the connection can move on."""
         fx = Effects()
-        for key, (held, _, _, _) in list(self._held_group_heartbeats.items()):
-            if held == ref:
-                self._answer_held_group_heartbeat(key, now_ms, fx)
-                return fx
+        group_heartbeat = self._held_group_heartbeat(ref)
+        if group_heartbeat is not None:
+            self._answer_held_group_heartbeat(*group_heartbeat, now_ms, fx)
+            return fx
         group_id, member_id = self._held.pop(ref, ("", ""))
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
@@ -499,9 +522,9 @@ class GroupCoordinator:
         The member stays until its session (now counting again) or the rebalance times out,
         exactly as when a Kafka client dies mid-rebalance.
         """
-        for key, (held, _, _, _) in list(self._held_group_heartbeats.items()):
-            if held == ref:
-                del self._held_group_heartbeats[key]
+        group_heartbeat = self._held_group_heartbeat(ref)
+        if group_heartbeat is not None:
+            self._unhold_group_heartbeat(*group_heartbeat)
         for group in self._groups.values():
             for member in group.members.values():
                 if member.awaiting_join == ref:
@@ -533,9 +556,9 @@ class GroupCoordinator:
         while self._timers and self._timers[0][0] <= now_ms:
             deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
             if kind is _Timer.HELD_GROUP_HEARTBEAT:
-                held = self._held_group_heartbeats.get((group_id, member_id))
-                if held is not None and held[3] == deadline:
-                    self._answer_held_group_heartbeat((group_id, member_id), now_ms, fx)
+                heartbeat = self._held_group_heartbeats.get(group_id, {}).get(member_id)
+                if heartbeat is not None and heartbeat.until == deadline:
+                    self._answer_held_group_heartbeat(group_id, member_id, now_ms, fx)
                 continue
             group = self._groups.get(group_id)
             if group is None:
