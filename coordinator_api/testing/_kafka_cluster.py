@@ -381,6 +381,19 @@ class KafkaCluster:
             admin.close()
         self._wait(lambda: self._topic_has_leaders(name, partitions), f"topic {name!r} to have leaders")
 
+    def set_group_config(self, group_id: str, configs: dict[str, int | str]) -> None:
+        """Set a group's own configs (KIP-848's dynamic group configs, as ``kafka-configs
+        --entity-type groups`` does), e.g. ``consumer.session.timeout.ms``: with the incremental
+        protocol the coordinator, not the client, decides the session and the interval."""
+        from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+        admin = KafkaAdminClient(bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster")
+        try:
+            resource = ConfigResource(ConfigResourceType.GROUP, group_id, dict(configs))
+            admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
+        finally:
+            admin.close()
+
     # -- faults --------------------------------------------------------------------------------
 
     def stop_broker(self, node_id: int, timeout: float = 60.0) -> None:

@@ -396,7 +396,10 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
                "java-0": "java"}  # fmt: skip
     if assignor == "uniform":
         del clients["kafka-python"]
-        kip848_group_config(kafka, group, session_ms=SESSION_MS, interval_ms=500)
+        # With KIP-848 the brokers, not the clients, set the session and the interval.
+        kafka.set_group_config(
+            group, {"consumer.session.timeout.ms": SESSION_MS, "consumer.heartbeat.interval.ms": 500}
+        )
     shares = [3, 3, 3, 3] if len(clients) == 4 else [2, 2, 2, 3, 3]
     after_kill = [4, 4, 4] if len(clients) == 4 else [3, 3, 3, 3]
     with Stream(kafka, topic, partitions) as stream:
@@ -482,30 +485,6 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
                 f"{dict(sorted(uncommitted.items()))}; reads {dict(sorted(readers.items()))}; "
                 f"commits refused {dict(sorted(refused.items()))}"
             )
-
-
-def kip848_group_config(kafka: KafkaCluster, group: str, *, session_ms: int, interval_ms: int) -> None:
-    """Set a KIP-848 group's session and heartbeat interval on the brokers (group configs, as
-    an operator would with kafka-configs): the coordinator, not the client, decides them."""
-    from confluent_kafka.admin import (
-        AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
-        ResourceType,
-    )
-
-    settings = [
-        ConfigEntry(name, str(value), incremental_operation=AlterConfigOpType.SET)
-        for name, value in (
-            ("consumer.session.timeout.ms", session_ms),
-            ("consumer.heartbeat.interval.ms", interval_ms),
-        )
-    ]
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=settings)
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=60)
 
 
 def owned_counts(members: list[MemberProcess]) -> list[int]:

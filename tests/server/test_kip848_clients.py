@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from member_processes import (
@@ -351,19 +350,9 @@ def test_join_scale_out_sigkill_and_sigterm_on_kafka(kafka: KafkaCluster) -> Non
     set as the group's own config (KIP-848's dynamic group configs), for parity."""
     group, topic = "kip848-parity", "kip848-parity-events"
     kafka.create_topic(topic, PARTITIONS)
-    admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
-    settings = [
-        ConfigEntry(
-            "consumer.session.timeout.ms", str(SESSION_MS), incremental_operation=AlterConfigOpType.SET
-        ),
-        ConfigEntry(
-            "consumer.heartbeat.interval.ms", str(INTERVAL_MS), incremental_operation=AlterConfigOpType.SET
-        ),
-    ]
-    for future in admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=settings)]
-    ).values():
-        future.result(timeout=60)
+    kafka.set_group_config(
+        group, {"consumer.session.timeout.ms": SESSION_MS, "consumer.heartbeat.interval.ms": INTERVAL_MS}
+    )
 
     def coordinator() -> str:
         return kafka.broker(kafka.coordinator_of(group)).address
