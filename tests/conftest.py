@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from member_processes import crash_watch
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api.testing import KafkaCluster
+
+# Reruns only for kafka-python 3.0.12's join stall, in tests marked kafka_python; pytester
+# runs that rule on a test file of its own (tests/test_kafka_python_reruns.py).
+pytest_plugins = ("kafka_python_reruns", "pytester")
 
 # Short sessions keep failure tests quick; the bounds still reject nonsense.
 FAST_CONFIG = CoordinatorConfig(
@@ -16,6 +21,14 @@ FAST_CONFIG = CoordinatorConfig(
     min_session_timeout_ms=500,
     connections_max_idle_ms=600_000,
 )
+
+
+@pytest.fixture(autouse=True)
+def member_processes_must_not_crash() -> Iterator[None]:
+    """A member process (tests/member_processes.py) that the test did not end, yet ended with an
+    error, fails the test: at its next wait, or else when the test is over."""
+    with crash_watch():
+        yield
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ each partition with the member in its replica's rack."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 from coordinator_consumer import ASSIGNORS, ConsumerGroupMember
+from poll_threads import PollThreads
 
 from coordinator_api.testing import KAFKA_PYTHON_API_VERSION, LibrdkafkaMockCluster
 
@@ -52,26 +52,8 @@ def test_every_assignor_gives_each_member_the_partitions_whose_replica_is_in_its
                 if any(m.assignment() != local[rack] for rack, m in group.items())
             }
 
-        stop = threading.Event()
-
-        def poll(member: ConsumerGroupMember) -> None:
-            while not stop.is_set():
-                try:
-                    member.poll(0.05)
-                except Exception:
-                    time.sleep(0.05)
-
-        threads = [threading.Thread(target=poll, args=(m,), daemon=True) for m in members]
-        for t in threads:
-            t.start()
-        try:
+        with PollThreads(members, close=lambda m: m.close(timeout=2)):
             deadline = time.monotonic() + 60
             while not_local() and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert not not_local(), f"not in their racks: {not_local()}; racks: {local}"
-        finally:
-            stop.set()
-            for t in threads:
-                t.join()
-            for m in members:
-                m.close(timeout=2)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from member_processes import MemberProcess, wait_for
+from member_processes import MemberProcess, check_no_crash, wait_for
 
 from coordinator_api import CoordinatorConfig
 from coordinator_api.server import CoordinatorServer
@@ -62,7 +62,7 @@ class Candidate(MemberProcess):
     def kill(self) -> None:
         """SIGKILL; ``killed_at`` is taken after the process is gone (a conservative end for a
         term it never got to print)."""
-        self.process.kill()
+        self.send_signal(signal.SIGKILL)
         self.process.wait()
         self.killed_at = time.monotonic()
 
@@ -70,7 +70,7 @@ class Candidate(MemberProcess):
         """Graceful: SIGTERM makes it close its election; wait until it exited. (A process that
         has not reported ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
         wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
-        self.process.send_signal(signal.SIGTERM)
+        self.send_signal(signal.SIGTERM)
         self.process.wait(timeout)
 
     def leading(self) -> bool:
@@ -101,7 +101,7 @@ def finish(candidates: Iterable[Candidate], timeout: float = 20.0) -> None:
     for c in live:
         with contextlib.suppress(AssertionError):  # SIGTERM ends it all the same
             wait_for(lambda c=c: c.events("started") or not c.alive, timeout, f"{c.label} to start")
-        c.process.send_signal(signal.SIGTERM)
+        c.send_signal(signal.SIGTERM)
     for c in live:
         try:
             c.process.wait(timeout)
@@ -382,7 +382,9 @@ class ProxiedCoordinator:
 
 
 def agreed_leader(candidates: list[Candidate]) -> Candidate | None:
-    """The leader every live candidate names (by its last ``leader`` report), if it leads."""
+    """The leader every live candidate names (by its last ``leader`` report), if it leads. A
+    candidate that crashed fails the test instead of being left out."""
+    check_no_crash(candidates)
     live = [c for c in candidates if c.alive]
     named = set()
     for c in live:

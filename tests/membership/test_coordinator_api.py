@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from poll_threads import PollThreads
 
 from coordinator_api import (
     NO_GENERATION,
@@ -88,33 +88,6 @@ def make(
     return member
 
 
-class Polling:
-    """Each member polls on its own thread, as separate processes would; errors are kept."""
-
-    def __init__(self, group: list[Shards]) -> None:
-        self.stop = threading.Event()
-        self.errors: dict[int, list[BaseException]] = {id(m): [] for m in group}
-        self.threads = [threading.Thread(target=self._run, args=(m,), daemon=True) for m in group]
-
-    def _run(self, member: Shards) -> None:
-        while not self.stop.is_set():
-            try:
-                member.poll(0.05)
-            except Exception as exc:
-                self.errors[id(member)].append(exc)
-                time.sleep(0.05)
-
-    def __enter__(self) -> Polling:
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join()
-
-
 def wait_until(condition: Any, timeout: float = 30, what: str = "the group to settle") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -149,7 +122,7 @@ def test_two_members_share_the_work_and_agree_on_the_generation(
     coordinator: EmbeddedCoordinator, members: list[Shards]
 ) -> None:
     a, b = make(coordinator, members), make(coordinator, members)
-    with Polling([a, b]):
+    with PollThreads([a, b]):
         wait_until(lambda: covers_all([a, b]))
         ga, gb = a.generation_if_stable(), b.generation_if_stable()
     assert ga is not None and gb is not None
@@ -162,7 +135,7 @@ def test_request_rejoin_reruns_the_callbacks_and_the_leader_starts_a_new_generat
     coordinator: EmbeddedCoordinator, members: list[Shards]
 ) -> None:
     a, b = make(coordinator, members), make(coordinator, members)
-    with Polling([a, b]):
+    with PollThreads([a, b]):
         wait_until(lambda: covers_all([a, b]))
         before = a.generation().generation_id
         completed = [len(a.completions), len(b.completions)]
@@ -205,7 +178,7 @@ def test_offsets_commit_fenced_by_generation_and_read_back(
 
     # A second member joins: a's generation is over until it rejoins, so its commit is refused.
     b = make(coordinator, members, group="offsets", **FAST)
-    with Polling([b]):
+    with PollThreads([b]):
         wait_until(lambda: b.generation().generation_id > a.generation().generation_id, what="b to join")
         with pytest.raises(CommitFailedError, match="refused for generation") as stale:
             a.commit_offsets({("events", 0): 6})
@@ -221,7 +194,7 @@ def test_leave_group_then_poll_rejoins(coordinator: EmbeddedCoordinator, members
     member.leave_group("testing")
     assert member.generation_if_stable() is None
     assert not member.generation().has_member_id()
-    with Polling([member]):
+    with PollThreads([member]):
         wait_until(lambda: member.generation_if_stable() is not None)
     assert member.generation().generation_id > first.generation_id
     assert member.member_id != first.member_id
@@ -245,10 +218,10 @@ def test_second_process_with_the_same_instance_id_fences_the_first(
     second = make(coordinator, members, group_instance_id="same")
     second.ensure_active_group(30)
     assert second.shards == list(range(8))
-    with Polling([first]) as polling:
-        wait_until(lambda: bool(polling.errors[id(first)]), 10, "the first member to be fenced")
-    assert isinstance(polling.errors[id(first)][0], FencedInstanceError)
-    assert "group_instance_id" in str(polling.errors[id(first)][0])
+    with PollThreads([first], expect=(FencedInstanceError,)) as polling:
+        wait_until(lambda: bool(polling.errors()), 10, "the first member to be fenced")
+    assert isinstance(polling.errors()[0], FencedInstanceError)
+    assert "group_instance_id" in str(polling.errors()[0])
     assert first.lost  # on_lost ran: the assignment was no longer its own
     assert first.generation_if_stable() is None
 
@@ -312,14 +285,14 @@ def test_member_events_reach_observability_plugins(coordinator: EmbeddedCoordina
     assert assigned.protocol == "round-robin" and assigned.member_id == first.member_id
     assert joined.duration_ms is not None and assigned.duration_ms is not None
     first.request_rejoin("observe a revocation")
-    with Polling([first]):
+    with PollThreads([first]):
         wait_until(lambda: log.kinds().count("assigned") == 2)
     assert "revoked" in log.kinds()
     # Another process with the same instance id: the first is fenced and its assignment lost.
     second = Shards("observed", coordinator.bootstrap_servers, group_instance_id="one")
     try:
         second.ensure_active_group(30)
-        with Polling([first]):
+        with PollThreads([first], expect=(FencedInstanceError,)):
             wait_until(lambda: "lost" in log.kinds(), 10, "the lost event")
     finally:
         second.close()

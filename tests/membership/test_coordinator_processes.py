@@ -11,6 +11,7 @@ from member_processes import (
     SHARD_MEMBER,
     MemberProcess,
     MembershipRecorder,
+    check_no_crash,
     recording_membership,
     running_members,
     wait_for,
@@ -38,7 +39,9 @@ def latest(member: MemberProcess, event: str) -> dict[str, Any] | None:
 
 
 def settled(members: list[MemberProcess], generation_of: dict[str, int] | None = None) -> bool:
-    """Every live member's latest assignment comes from one generation and covers all shards once."""
+    """Every live member's latest assignment comes from one generation and covers all shards
+    once. A member that crashed fails the test instead of being left out."""
+    check_no_crash(members)
     live = [m for m in members if m.alive]
     assigned = [latest(m, "assigned") for m in live]
     if any(a is None for a in assigned):

@@ -29,6 +29,8 @@ from coordinator_api._protocol import ErrorCode
 PARTITIONS = 12
 SESSION_MS = 3000
 SETTLE_S = 90  # JVMs start slowly on two loaded cores
+# Tests marked kafka_python have kafka-python members: kafka-python 3.0.12's own join stall, and
+# nothing else, runs them again (tests/kafka_python_reruns.py).
 
 
 @pytest.fixture
@@ -55,6 +57,7 @@ def member_ids(membership: MembershipRecorder, kind: str, group: str, name: str)
     ]
 
 
+@pytest.mark.kafka_python
 @pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
 def test_mixed_group_of_java_kafka_python_and_librdkafka_members(
     coordinator: EmbeddedCoordinator, membership: MembershipRecorder, assignor: str
@@ -87,6 +90,7 @@ def test_mixed_group_of_java_kafka_python_and_librdkafka_members(
         assert not overlapping_ownership(members)
 
 
+@pytest.mark.kafka_python
 def test_static_java_member_restarts_without_a_rebalance(
     coordinator: EmbeddedCoordinator, membership: MembershipRecorder
 ) -> None:
@@ -118,6 +122,7 @@ def test_static_java_member_restarts_without_a_rebalance(
         assert not overlapping_ownership(members)
 
 
+@pytest.mark.kafka_python
 def test_paused_java_member_is_fenced_and_its_commits_refused(
     coordinator: EmbeddedCoordinator, membership: MembershipRecorder
 ) -> None:
@@ -182,6 +187,7 @@ def assigned(row: dict[str, str]) -> set[int]:
     return set() if cell == "-" else {int(p) for p in cell.removeprefix("events:").split(",")}
 
 
+@pytest.mark.kafka_python
 def test_kafka_consumer_groups_lists_describes_and_deletes_groups(
     coordinator: EmbeddedCoordinator, membership: MembershipRecorder
 ) -> None:
