@@ -434,8 +434,11 @@ racked_members_st = st.lists(
 
 
 @st.composite
-def racked_clusters(draw: st.DrawFn) -> Cluster:
+def racked_clusters(draw: st.DrawFn, busy: bool = False) -> Cluster:
+    """A cluster whose partitions' replicas have racks; ``busy``: at least one topic has partitions."""
     partitions = draw(st.dictionaries(st.sampled_from(TOPICS[:4]), st.integers(0, 9)))
+    if busy:
+        partitions[draw(st.sampled_from(TOPICS[:4]))] = draw(st.integers(1, 9))
     replica_racks = {
         TopicPartition(topic, p): draw(st.frozensets(st.sampled_from(["r1", "r2", "r3", "r4"]), max_size=3))
         for topic, count in partitions.items()
@@ -470,11 +473,24 @@ def test_every_subscribed_partition_goes_to_exactly_one_subscriber_whatever_the_
         assert assignor(shuffled, cluster) == result
 
 
-@given(members=racked_members_st, cluster=racked_clusters())
+@st.composite
+def racked_groups_with_work(draw: st.DrawFn) -> tuple[list[Subscription], Cluster]:
+    """A group and a cluster in which some member subscribes to a topic with partitions (a
+    third of the draws of ``racked_members_st`` and ``racked_clusters()`` have none)."""
+    members = draw(racked_members_st)
+    cluster = draw(racked_clusters(busy=True))
+    topic = draw(st.sampled_from(sorted(t for t, count in cluster.partitions.items() if count)))
+    i = draw(st.integers(0, len(members) - 1))
+    members[i] = replace(members[i], topics=members[i].topics | {topic})
+    return members, cluster
+
+
+@given(group=racked_groups_with_work())
 def test_range_keeps_each_topics_balance_with_or_without_racks(
-    members: list[Subscription], cluster: Cluster
+    group: tuple[list[Subscription], Cluster],
 ) -> None:
     """Per topic: n // m or n // m + 1 partitions to each subscriber, the extra to n % m of them."""
+    members, cluster = group
     result = assign_range(members, cluster)
     for topic, count in cluster.partitions.items():
         subscribers = [s.member_id for s in members if topic in s.topics]

@@ -61,6 +61,13 @@ from coordinator_api.server import MembershipEvent
 HOST = "127.0.0.1"
 IO_TIMEOUT_S = 5.0
 CLOSE_TIMEOUT_S = 3.0
+# Time bounds here only detect a hang; speed is bench/'s business. A bystander member (a group
+# of its own, heartbeating throughout) has this session; a round trip longer than a third of it
+# (the heartbeat interval Kafka clients use) means the server stopped serving one client while it
+# dealt with another, and a busy server could expire a healthy member: HANG_S (2 s; a loaded
+# 2-core machine answers in milliseconds).
+BYSTANDER_SESSION_MS = 6_000
+HANG_S = BYSTANDER_SESSION_MS / 3 / 1000
 MiB = 1 << 20
 MAX_REQUEST = MiB  # max_request_bytes of the servers here
 
@@ -556,7 +563,8 @@ def test_random_bytes_never_break_the_server() -> None:
 
 
 def test_held_heartbeat_is_answered_first_when_the_client_pipelines_another_request() -> None:
-    with server(heartbeat_hold_ms=10_000) as (_, connect):
+    hold_ms = 10_000
+    with server(heartbeat_hold_ms=hold_ms) as (_, connect):
         member = stable_raw_member(connect, "held", session_ms=60_000)
         heartbeat = HeartbeatRequest(
             version=1, group_id="held", generation_id=member.generation, member_id=member.member_id
@@ -574,7 +582,7 @@ def test_held_heartbeat_is_answered_first_when_the_client_pipelines_another_requ
         second = ApiVersionsResponse.decode(recv_frame(member.sock), version=0, header=True)
         assert (first.header.correlation_id, first.error_code) == (501, NONE)
         assert (second.header.correlation_id, second.error_code) == (502, NONE)
-        assert time.monotonic() - started < 5  # released by the second request, not the hold
+        assert time.monotonic() - started < hold_ms / 2000  # released by the second request, not the hold
 
 
 def test_held_heartbeat_of_one_member_returns_rebalance_in_progress_when_another_joins() -> None:
@@ -598,12 +606,23 @@ def test_idle_connections_are_closed_and_never_delay_others() -> None:
     idle_s = 0.5
     with server(connections_max_idle_ms=int(idle_s * 1000)) as (coordinator, connect):
         opened_at = time.monotonic()
-        idle = [connect(timeout=CLOSE_TIMEOUT_S) for _ in range(50)]
+        silent: list[tuple[float, socket.socket]] = [
+            (time.monotonic(), connect(timeout=CLOSE_TIMEOUT_S)) for _ in range(50)
+        ]
         stalled = connect()  # stalled inside a request: a length prefix and half a header
+        silent.append((time.monotonic(), stalled))
         stalled.sendall(struct.pack(">i", 64) + b"\x00\x12\x00")
         time.sleep(0.1)
-        if time.monotonic() - opened_at < 0.8 * idle_s:  # (a very slow machine skips this)
-            assert all(still_open(s) for s in [*idle, stalled]), "closed before the idle time passed"
+        # None is closed before it was idle for idle_s. Its age is taken after the check (the
+        # server's clock for it started later than ours), so a slow machine lets the server close
+        # the oldest legitimately, and the check still applies to every socket.
+        early = [
+            age
+            for opened, sock in silent
+            if not still_open(sock) and (age := time.monotonic() - opened) < idle_s
+        ]
+        assert not early, f"{len(early)} connection(s) closed after only {max(early):.3f} s idle"
+        idle = [sock for _, sock in silent[:-1]]
         busy = connect()
         # A request trickling in a byte at a time is slow, not silent: it must not be cut off.
         trickle = connect()
@@ -624,7 +643,7 @@ def test_idle_connections_are_closed_and_never_delay_others() -> None:
                     pytest.fail(f"a request trickling in was cut off after {trickled} bytes: {exc!r}")
                 trickled += 1
             time.sleep(0.05)
-        assert max(round_trips) < 0.5, f"slowest round trip {max(round_trips):.3f} s"
+        assert max(round_trips) < HANG_S, f"slowest round trip {max(round_trips):.3f} s"
         assert time.monotonic() - trickle_started > 2 * idle_s
         answer = ApiVersionsResponse.decode(recv_frame(trickle), version=0, header=True)
         assert (answer.header.correlation_id, answer.error_code) == (31, NONE)
@@ -671,7 +690,11 @@ class Bystander:
             self.thread.join(5)
         assert self.errors, "the bystander never heartbeated"
         assert set(self.errors) == {NONE}, f"bystander heartbeat errors: {sorted(set(self.errors))}"
-        assert max(self.latencies) < 0.5, f"slowest bystander heartbeat {max(self.latencies):.3f} s"
+        assert max(self.latencies) < HANG_S, f"slowest bystander heartbeat {max(self.latencies):.3f} s"
+
+
+CONSUMER_SESSION_MS = 3000
+CONSUMER_REBALANCE_MS = 3000  # kafka-python's max_poll_interval_ms is its rebalance timeout
 
 
 @dataclass
@@ -688,16 +711,21 @@ class ConsumerThread:
             consumer = None
             try:
                 consumer = KafkaConsumer(
-                    "events",
                     bootstrap_servers=self.bootstrap,
                     group_id="rebalancing",
                     client_id=self.name,
-                    session_timeout_ms=3000,
+                    session_timeout_ms=CONSUMER_SESSION_MS,
                     heartbeat_interval_ms=300,
-                    max_poll_interval_ms=3000,
+                    max_poll_interval_ms=CONSUMER_REBALANCE_MS,
                     request_timeout_ms=5000,
                     enable_auto_commit=False,
                 )
+                # Partitions known before the first join, as kafka_member.py does: a leader that
+                # joins without them rejoins when they come, and kafka-python 3.0.12 can stall in
+                # that rejoin (tests/member_processes.py, kafka_python_join_stall).
+                while not self.stop.is_set() and not consumer.partitions_for_topic("events"):
+                    time.sleep(0.05)
+                consumer.subscribe(["events"])
                 while not self.stop.is_set():
                     with contextlib.suppress(KafkaError):  # no log here: fetches fail, membership goes on
                         consumer.poll(timeout_ms=500)
@@ -720,7 +748,7 @@ class ConsumerThread:
 
 def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() -> None:
     with recording_membership() as events, server() as (coordinator, connect):
-        bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=30_000))
+        bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=BYSTANDER_SESSION_MS))
         bystander.start()
         consumers = [ConsumerThread(coordinator.bootstrap_servers, f"kp-{i}") for i in range(2)]
         admin = connect()
@@ -744,7 +772,6 @@ def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() 
                 )
             )
             intruder.close()
-            gone_at = time.monotonic()
 
             def intruders() -> list[MembershipEvent]:
                 return [
@@ -752,8 +779,10 @@ def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() 
                 ]
 
             wait_for(lambda: bool(intruders()), 3, "the intruder's JoinGroup to reach the group")
-            wait_for(lambda: stable_with(2), 10, "the remaining consumers to reach a stable generation")
-            settled_in = time.monotonic() - gone_at
+            # The parked intruder holds the rebalance at most until the rebalance timeout; the
+            # consumers then rejoin and sync within a session. A group slower than that is stuck.
+            settle_s = (CONSUMER_REBALANCE_MS + CONSUMER_SESSION_MS) / 1000 + HANG_S
+            wait_for(lambda: stable_with(2), settle_s, "the remaining consumers to reach a stable generation")
             described = describe(admin, "rebalancing")["rebalancing"]
             assert {m.member_id for m in described.members} == consumer_ids
             wait_for(
@@ -761,7 +790,6 @@ def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() 
                 5,
                 "the consumers to own every partition once",
             )
-            assert settled_in < 8, f"the group took {settled_in:.1f} s to settle"
             (intruder_joined,) = intruders()
             intruder_id = intruder_joined.member_id
             assert any(e.member_id == intruder_id and e.kind in ("removed", "expired") for e in events)
@@ -780,7 +808,7 @@ def test_member_disconnecting_with_parked_join_or_sync_raw() -> None:
     """Deterministic raw variant: the survivor rejoins and syncs to a new stable generation."""
     with server() as (coordinator, connect):
         port = coordinator.port
-        bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=30_000))
+        bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=BYSTANDER_SESSION_MS))
         bystander.start()
         survivor = stable_raw_member(connect, "raw", session_ms=5_000, rebalance_ms=1_000)
         # (a) A newcomer's JoinGroup is parked; it disconnects before the survivor rejoins.
@@ -792,12 +820,10 @@ def test_member_disconnecting_with_parked_join_or_sync_raw() -> None:
         # Only once the server has seen the close does the survivor rejoin (else the join
         # could legitimately complete with the newcomer still in it).
         wait_for(lambda: server_side_sockets(port) < open_before, 3, "the server to drop the newcomer")
-        started = time.monotonic()
         joined = survivor.join(session_ms=5_000, rebalance_ms=1_000)
         assert joined.error_code == NONE
-        assert [m.member_id for m in joined.members] == [survivor.member_id]
+        assert [m.member_id for m in joined.members] == [survivor.member_id]  # the newcomer is gone
         assert joined.generation_id == 2
-        assert time.monotonic() - started < 3
         assert survivor.sync({survivor.member_id: b"all"}).error_code == NONE
         assert survivor.heartbeat() == NONE
 
@@ -874,7 +900,7 @@ def test_slow_maximal_request_and_many_partial_frames_keep_memory_bounded() -> N
         for sock in partial:
             sock.sendall(struct.pack(">i", MiB) + raw_header(0, 3) + b"\x00" * (16 * 1024))
         checker = connect()
-        assert api_versions_round_trip(checker) < 0.5
+        assert api_versions_round_trip(checker) < HANG_S
         time.sleep(0.3)  # let the server read everything it was sent
         grown = rss() - before
         assert grown < RSS_BOUND, f"the server grew by {grown / MiB:.0f} MiB"

@@ -6,6 +6,8 @@ Each test is a scenario on a fake clock, checked against what Kafka's classic Gr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from _group_driver import (
     GROUP,
@@ -15,9 +17,9 @@ from _group_driver import (
     Driver,
     protocols_for,
 )
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
@@ -28,7 +30,12 @@ from coordinator_api.server._messages import (
     Heartbeat,
     HeartbeatResult,
     JoinGroupResult,
+    LeaveGroup,
+    LeaveGroupResult,
+    LeavingMember,
     MemberSnapshot,
+    OffsetCommit,
+    OffsetCommitResult,
     OffsetsCommitted,
     SyncGroupResult,
     Topic,
@@ -1348,9 +1355,10 @@ def test_abandoned_sync_no_longer_keeps_its_member_alive() -> None:
 
 
 class _Client:
-    """What a well-behaved Kafka client remembers about its membership."""
+    """What a well-behaved Kafka client remembers about its membership. A static client has a
+    group.instance.id (its name), which outlives its member ids."""
 
-    def __init__(self, name: str, instance: str | None) -> None:
+    def __init__(self, name: str, instance: str | None = None) -> None:
         self.name = name
         self.instance = instance
         self.version = 0  # bumped when its subscription (metadata) changes
@@ -1367,20 +1375,43 @@ class _Client:
         self.needs_sync = False
 
 
-class GroupMachine(RuleBasedStateMachine):
-    """Three clients joining, syncing, heartbeating, leaving, restarting and closing connections
-    at random, or each doing what a well-behaved client does next, while time passes."""
+@dataclass(frozen=True)
+class _Zombie:
+    """An earlier incarnation of a static client (restarted, fenced or gone) that still sends
+    with its old member id: a process paused past its replacement, say."""
 
-    STATIC: frozenset[str] = frozenset()  # client names with a group.instance.id
+    instance: str
+    member_id: str
+    generation: int
+
+
+_ZOMBIE_CLIENT = _Client("zombie")  # whose requests no well-behaved client acts on
+
+
+class GroupMachine(RuleBasedStateMachine):
+    """Three clients, each drawn static (group.instance.id) or dynamic, joining, syncing,
+    heartbeating, leaving (by member id, or a static one by instance id alone), restarting (a
+    static one rejoins under its instance id, which fences its old member id) and closing
+    connections at random, or each doing what a well-behaved client does next, while time
+    passes; the old incarnations of static clients keep sending with their old ids."""
 
     def __init__(self) -> None:
         super().__init__()
         self.d = Driver(initial_rebalance_delay_ms=1000)
-        self.clients = [_Client(n, n if n in self.STATIC else None) for n in "abc"]
-        self.origin: dict[int, tuple[_Client, str, str, int]] = {}  # ref -> client, kind, member, epoch
+        self.d.create_topics(("t", 1, 1))  # for the zombies' commits
+        self.clients = [_Client(n) for n in "abc"]
+        # ref -> client, kind, member id, epoch
+        self.origin: dict[int, tuple[_Client, str, str, int]] = {}
         self.seen = 0
         self.last_join_generation: dict[str, int] = {}
         self.max_generation = 0
+        self.zombies: list[_Zombie] = []
+
+    @initialize(static=st.frozensets(st.sampled_from("abc")))
+    def choose_the_static_clients(self, static: frozenset[str]) -> None:
+        event(f"{len(static)} static client(s)")
+        for c in self.clients:
+            c.instance = c.name if c.name in static else None
 
     # --- sending ------------------------------------------------------------------------------
 
@@ -1416,6 +1447,24 @@ class GroupMachine(RuleBasedStateMachine):
     def _waiting(self, c: _Client) -> bool:
         return any(self.origin[r][0] is c for r in self.d.outstanding() if r in self.origin)
 
+    def _forget(self, c: _Client) -> None:
+        """The client's process ends or restarts: it forgets its member id. A static client's
+        old member id lives on as a zombie."""
+        if c.instance is not None and c.member_id:
+            self.zombies.append(_Zombie(c.instance, c.member_id, c.generation))
+        c.reset()
+
+    def _ids_of(self, instance: str | None) -> set[str]:
+        """Every member id the group gave ``instance`` (also those whose JoinGroup answer was
+        lost with its connection), by the coordinator's membership events."""
+        return {
+            e.member_id for e in self.d.events_of("joined") if instance and e.group_instance_id == instance
+        }
+
+    def _holder(self, instance: str) -> str | None:
+        """The member id the group has for ``instance`` now, if any."""
+        return next((m.member_id for m in self.d.describe().members if m.group_instance_id == instance), None)
+
     # --- receiving ----------------------------------------------------------------------------
 
     def _deliver(self) -> None:
@@ -1433,22 +1482,29 @@ class GroupMachine(RuleBasedStateMachine):
     def _on_reply(self, c: _Client, result: object) -> None:
         error = getattr(result, "error", E.NONE)
         if error in (E.UNKNOWN_MEMBER_ID, E.FENCED_INSTANCE_ID):
-            c.reset()
+            self._forget(c)
         elif error in (E.REBALANCE_IN_PROGRESS, E.ILLEGAL_GENERATION):
             c.needs_join = True
         elif isinstance(result, JoinGroupResult):
             if error is E.MEMBER_ID_REQUIRED:
                 c.member_id = result.member_id
             elif error is E.NONE:
+                if c.instance is not None and not c.member_id and not result.members:
+                    event("a static client rejoined and was answered at once")
                 c.member_id, c.generation, c.leader = result.member_id, result.generation_id, result.leader
                 c.members = tuple(m.member_id for m in result.members)
                 c.needs_join, c.needs_sync = False, True
         elif isinstance(result, SyncGroupResult) and error is E.NONE:
             c.needs_sync = False
-            # A static member that replaced its old id gets the old id's assignment back.
-            owner = result.assignment.decode().rpartition("@")[0]
-            if owner and c.instance is None:
-                assert result.assignment == f"{c.member_id}@{c.generation}".encode(), result
+            # The leader assigns "<member id>@<generation>" to each member id it was told of. A
+            # static member that replaced its old id without a rebalance gets that id's
+            # assignment: never another instance's, never another generation's.
+            owner, _, generation = result.assignment.decode().rpartition("@")
+            if owner:
+                mine = {c.member_id} | self._ids_of(c.instance)
+                assert owner in mine and int(generation) == c.generation, (result, c.member_id, mine)
+                if owner != c.member_id:
+                    event("a static member got its old id's assignment back")
 
     # --- rules --------------------------------------------------------------------------------
 
@@ -1471,13 +1527,79 @@ class GroupMachine(RuleBasedStateMachine):
         c = self.clients[i]
         if c.member_id:
             self.d.leave((c.member_id, c.instance))
-            c.reset()
+            self._forget(c)
             self._deliver()
+
+    @precondition(lambda self: any(c.instance is not None for c in self.clients))
+    @rule(data=st.data())
+    def leave_by_instance_id(self, data: st.DataObject) -> None:
+        """A static client's process (or an operator's tool) leaves with no member id, only
+        the instance id (KIP-345): the instance's member, whichever it is, is removed."""
+        c = data.draw(st.sampled_from([c for c in self.clients if c.instance is not None]))
+        assert c.instance is not None
+        holder = self._holder(c.instance)
+        (left,) = self.d.leave(("", c.instance)).members
+        assert left.error is (E.UNKNOWN_MEMBER_ID if holder is None else E.NONE), (left, holder)
+        assert self._holder(c.instance) is None
+        self._forget(c)
+        self._deliver()
 
     @rule(i=st.integers(0, 2))
     def restart(self, i: int) -> None:
         """The client process restarts: it forgets its member id (a static one keeps its instance)."""
-        self.clients[i].reset()
+        self._forget(self.clients[i])
+
+    def _fenced_or_gone(self) -> list[tuple[_Zombie, str | None]]:
+        """Zombies whose instance the group now gives another member id, or none."""
+        holders = {m.group_instance_id: m.member_id for m in self.d.describe().members}
+        return [(z, holders.get(z.instance)) for z in self.zombies if holders.get(z.instance) != z.member_id]
+
+    @precondition(lambda self: bool(self._fenced_or_gone()))
+    @rule(data=st.data(), kind=st.sampled_from(["join", "sync", "heartbeat", "commit", "leave"]))
+    def zombie_sends(self, data: st.DataObject, kind: str) -> None:
+        """An old incarnation sends with its old member id: fenced if its instance has a new
+        member id (FENCED_INSTANCE_ID), unknown if it has none; either way nothing changes."""
+        zombie, holder = data.draw(st.sampled_from(self._fenced_or_gone()))
+        before, events = self.d.describe(), len(self.d.events)
+        old_id, generation, instance = zombie.member_id, zombie.generation, zombie.instance
+        if kind == "join":
+            ref = self.d.join_ref(old_id, client=instance, instance=instance, session=6000, rebalance=8000)
+        elif kind == "sync":
+            ref = self.d.sync_ref(old_id, generation, instance=instance)
+        elif kind == "heartbeat":
+            ref = self.d.send(
+                Heartbeat(
+                    group_id=GROUP, generation_id=generation, member_id=old_id, group_instance_id=instance
+                )
+            )
+        elif kind == "commit":
+            offset = CommittedOffset(topic="t", partition=0, offset=1, metadata="")
+            ref = self.d.send(
+                OffsetCommit(
+                    group_id=GROUP,
+                    generation_id=generation,
+                    member_id=old_id,
+                    group_instance_id=instance,
+                    offsets=(offset,),
+                )
+            )
+        else:
+            leaving = LeavingMember(member_id=old_id, group_instance_id=instance)
+            ref = self.d.send(LeaveGroup(group_id=GROUP, members=(leaving,)))
+        self.origin[ref] = (_ZOMBIE_CLIENT, f"zombie {kind}", old_id, -1)
+        reply = self.d.reply(ref)
+        assert reply is not None, f"a zombie's {kind} was parked"
+        if isinstance(reply, OffsetCommitResult):
+            ((_, _, error),) = reply.errors
+        elif isinstance(reply, LeaveGroupResult):
+            error = reply.members[0].error
+        else:
+            error = reply.error
+        assert error is (E.FENCED_INSTANCE_ID if holder else E.UNKNOWN_MEMBER_ID), (kind, reply, holder)
+        assert self.d.describe() == before, f"a zombie's {kind} changed the group"
+        assert all(e.kind == "rejected" for e in self.d.events[events:]), self.d.events[events:]
+        event(f"zombie {kind}: {'fenced' if holder else 'unknown member'}")
+        self._deliver()
 
     @rule(steps=st.integers(1, 4))
     def behave(self, steps: int) -> None:
@@ -1537,14 +1659,27 @@ class GroupMachine(RuleBasedStateMachine):
 
     @invariant()
     def stable_members_share_their_generation(self) -> None:
+        """A Stable group's dynamic members were each answered its generation's JoinGroup. A
+        static member need not have rejoined: as in Kafka's GroupCoordinator (onCompleteJoin
+        removes only dynamic members that did not rejoin), it stays in the next generation, and
+        learns of it at its next heartbeat (ILLEGAL_GENERATION); it never joined a later one."""
         described = self.d.describe()
         if described.state is GroupState.STABLE:
             for m in described.members:
-                assert self.last_join_generation.get(m.member_id) == described.generation_id, (
-                    m.member_id,
-                    self.last_join_generation,
-                    described.generation_id,
-                )
+                joined = self.last_join_generation.get(m.member_id)
+                if m.group_instance_id is None:
+                    assert joined == described.generation_id, (m.member_id, self.last_join_generation)
+                else:
+                    assert joined is None or joined <= described.generation_id, (m.member_id, joined)
+
+    @invariant()
+    def an_instance_id_names_one_member_its_latest_incarnation(self) -> None:
+        members = self.d.describe().members
+        instances = [m.group_instance_id for m in members if m.group_instance_id is not None]
+        assert len(instances) == len(set(instances)), members
+        for c in self.clients:
+            if c.instance is not None and c.member_id:
+                assert self._holder(c.instance) in (None, c.member_id), (c.instance, c.member_id, members)
 
     def teardown(self) -> None:
         # Left alone, every member eventually goes by timeout and every request is answered.
