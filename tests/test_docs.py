@@ -131,3 +131,25 @@ def test_consumer_guide_runs_a_kip848_group_without_a_barrier(tmp_path: Path) ->
         "first assigned [2, 3]",
         "first revoked [0, 1, 2, 3]",
     ]
+
+
+def test_testing_guide_commands_select_tests() -> None:
+    """Each command of docs/testing.md, run as written from the repository's root but only
+    collecting, selects some tests and no collection error."""
+    commands = re.findall(r"```sh\n(.*?)```", (DOCS / "testing.md").read_text(), re.DOTALL)
+    assert len(commands) == 3
+    root = DOCS.parent
+    for command in commands:
+        argv = command.split()
+        assert argv[0] == ".venv/bin/pytest", command
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", *argv[1:], "--collect-only", "-p", "no:cacheprovider"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-2000:])
+        selected = re.search(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", result.stdout)
+        assert selected is not None and int(selected[1]) > 0, (command, result.stdout[-2000:])
