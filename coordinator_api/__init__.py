@@ -26,6 +26,7 @@ from coordinator_api._payload import decode, decode_members, encode, payload, pe
 from coordinator_api._plugins import (
     AssignmentSpec,
     AssignorRegistry,
+    ClassicPayloads,
     CommandRegistry,
     DuplicateRegistrationError,
     MemberEvent,
@@ -46,6 +47,7 @@ from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 __all__ = [
     "NO_GENERATION",
     "AssignmentSpec",
+    "ClassicPayloads",
     "AssignorRegistry",
     "AsyncCoordinator",
     "CallbackError",

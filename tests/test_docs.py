@@ -113,10 +113,22 @@ def test_operations_guide_kafka_cluster_example_runs(tmp_path: Path) -> None:
 
 
 def test_incremental_guide_joins_a_kip848_consumer(tmp_path: Path) -> None:
-    (example,) = python_blocks("incremental.md")
+    example, _migration = python_blocks("incremental.md")
     result = run_block(tmp_path / "incremental.py", example)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "assigned [0, 1, 2, 3]"
+
+
+def test_incremental_guide_moves_a_group_between_the_protocols_and_back(tmp_path: Path) -> None:
+    _example, migration = python_blocks("incremental.md")
+    printed = re.search(
+        r"which prints\n\n```text\n(.*?)```", (DOCS / "incremental.md").read_text(), re.DOTALL
+    )
+    assert printed is not None
+    result = run_block(tmp_path / "migration.py", migration)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == printed[1].splitlines()
+    assert not result.stderr, result.stderr  # no partition was lost on the way
 
 
 def test_consumer_guide_runs_a_kip848_group_without_a_barrier(tmp_path: Path) -> None:

@@ -67,6 +67,27 @@ the members sorted by id and the partition count of every subscribed topic, and 
 member towards its result on its own. It must give each resource to at most one member, and
 only to members subscribed to its topic."""
 
+
+@final
+@dataclass(frozen=True, kw_only=True)
+class ClassicPayloads:
+    """How a protocol type's classic payloads read as what its server-side assignors hand out,
+    so the embedded coordinator can move a group between the classic protocol and the
+    incremental one (KIP-848's online migration) with every member's assignment intact.
+
+    :ivar subscription: a member's JoinGroup metadata -> (the topics it subscribes to, the
+        resources it owns now, its rack or None).
+    :ivar assignment: a SyncGroup assignment -> the resources it gives.
+    :ivar encode_assignment: resources -> the SyncGroup assignment that gives them.
+
+    ``subscription`` and ``assignment`` raise ValueError for bytes they cannot read.
+    """
+
+    subscription: Callable[[bytes], tuple[frozenset[str], frozenset[Resource], str | None]]
+    assignment: Callable[[bytes], frozenset[Resource]]
+    encode_assignment: Callable[[Iterable[Resource]], bytes]
+
+
 DescribePayload: TypeAlias = Callable[[str, bytes], str]
 """Turns one payload of a protocol type into words: ``describe(protocol_name, payload) -> str``.
 Raises :class:`~coordinator_api.PayloadError` for bytes it cannot decode."""
@@ -282,6 +303,10 @@ class ServerAssignorRegistry(_Registry[tuple[str, str], ServerAssignor]):
 
     what = "server-side assignor"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._classic: dict[str, Registration[str, ClassicPayloads]] = {}
+
     def register(self, protocol_type: str, name: str, assignor: ServerAssignor) -> None:
         """Register ``assignor`` as the server-side assignor ``name`` of ``protocol_type``.
 
@@ -305,6 +330,38 @@ class ServerAssignorRegistry(_Registry[tuple[str, str], ServerAssignor]):
     def of(self, protocol_type: str) -> dict[str, ServerAssignor]:
         """Every server-side assignor of ``protocol_type``, by name (sorted)."""
         return {name: self.get(kind, name) for kind, name in sorted(self._entries) if kind == protocol_type}
+
+    def register_classic_payloads(self, protocol_type: str, payloads: ClassicPayloads) -> None:
+        """Say how ``protocol_type``'s classic payloads read, so its groups can move between
+        the classic protocol and the incremental one while members of both are in them.
+
+        :raises DuplicateRegistrationError: another plugin registered them for the type.
+        """
+        _check_name("protocol type", protocol_type)
+        if not isinstance(payloads, ClassicPayloads):
+            raise ConfigurationError(
+                f"classic payloads of {protocol_type}: expected ClassicPayloads, got {payloads!r}"
+            )
+        existing = self._classic.get(protocol_type)
+        if existing is not None:
+            raise DuplicateRegistrationError(
+                what="classic payloads",
+                key=protocol_type,
+                first_plugin=existing.plugin,
+                second_plugin=self._plugin,
+            )
+        self._classic[protocol_type] = Registration(protocol_type, payloads, self._plugin)
+
+    def classic_payloads(self, protocol_type: str) -> ClassicPayloads | None:
+        """The classic payloads of ``protocol_type``, if a plugin registered them."""
+        registration = self._classic.get(protocol_type)
+        return registration.value if registration is not None else None
+
+    def summary(self) -> list[tuple[str, str]]:
+        return [
+            *super().summary(),
+            *((r.plugin, f"classic payloads {r.key}") for r in self._classic.values()),
+        ]
 
 
 @final

@@ -51,10 +51,10 @@ import heapq
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from coordinator_api._plugins._registry import AssignmentSpec, ServerAssignor
+from coordinator_api._plugins._registry import AssignmentSpec, ClassicPayloads, ServerAssignor
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
@@ -64,13 +64,24 @@ from coordinator_api.server._messages import (
     ConsumerMemberSnapshot,
     DescribedConsumerGroup,
     DescribedConsumerMember,
+    Heartbeat,
+    HeartbeatResult,
+    JoinGroup,
+    JoinGroupResult,
+    LeaveGroup,
+    LeaveGroupResult,
+    LeftMember,
     MembershipEvent,
+    MemberSnapshot,
+    SyncGroup,
+    SyncGroupResult,
     Topic,
     TopicIdPartitions,
 )
 
 TopicPartition = tuple[str, int]
 
+PROTOCOL_TYPE = "consumer"
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -103,6 +114,18 @@ class _Refused(Exception):
         self.error = error
         self.message = message
 
+    def event(
+        self, api: str, group_id: str, generation: int, member_id: str, instance_id: str | None
+    ) -> MembershipEvent:
+        return MembershipEvent(
+            kind="rejected",
+            group_id=group_id,
+            generation_id=generation,
+            member_id=member_id or None,
+            group_instance_id=instance_id,
+            detail=f"{api}: {self.error.name}: {self.message}",
+        )
+
 
 @dataclass(kw_only=True)
 class _Member:
@@ -122,6 +145,17 @@ class _Member:
     pending_revocation: frozenset[TopicPartition] = frozenset()
     session_deadline: int = 0
     revocation_deadline: int | None = None
+    classic: ClassicMembership | None = None
+    # A classic member told to rejoin (or answered its JoinGroup) must rejoin (or sync) by then.
+    classic_deadline: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassicMembership:
+    """What a member that speaks the classic protocol in a consumer group joined with."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
 
 
 @dataclass(kw_only=True)
@@ -160,6 +194,8 @@ class ConsumerGroups:
     :param heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``.
     :param max_group_size: ``group.consumer.max.size``; ``None`` is unlimited.
     :param member_id_factory: makes a member id for a version 0 join (injectable for tests).
+    :param classic_payloads: how the consumer protocol's classic payloads read; without them a
+        classic group is never upgraded and classic members cannot join a consumer group.
     """
 
     def __init__(
@@ -171,7 +207,9 @@ class ConsumerGroups:
         heartbeat_interval_ms: int = 5_000,
         max_group_size: int | None = None,
         member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
+        classic_payloads: ClassicPayloads | None = None,
     ) -> None:
+        self._payloads = classic_payloads
         self._assignors = dict(assignors)
         self._default_assignor = next(iter(self._assignors), "")
         self._topics = topics
@@ -285,6 +323,8 @@ class ConsumerGroups:
                     assigned=tuple(sorted(m.assigned)),
                     pending_revocation=tuple(sorted(m.pending_revocation)),
                     target=tuple(sorted(group.target.get(m.member_id, ()))),
+                    classic_session_timeout_ms=m.classic.session_timeout_ms if m.classic else None,
+                    classic_protocols=m.classic.protocols if m.classic else (),
                 )
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ),
@@ -316,8 +356,12 @@ class ConsumerGroups:
                     state=MemberState(ms.state),
                     assigned=frozenset(ms.assigned),
                     pending_revocation=frozenset(ms.pending_revocation),
-                    session_deadline=now_ms + self._session_timeout_ms,
                 )
+                if ms.classic_session_timeout_ms is not None:
+                    member.classic = ClassicMembership(
+                        session_timeout_ms=ms.classic_session_timeout_ms, protocols=ms.classic_protocols
+                    )
+                member.session_deadline = now_ms + self._session_timeout(member)
                 group.members[member.member_id] = member
                 group.target[member.member_id] = frozenset(ms.target)
                 if member.instance_id is not None:
@@ -346,13 +390,12 @@ class ConsumerGroups:
         except _Refused as refused:
             if req.group_id:
                 events.append(
-                    MembershipEvent(
-                        kind="rejected",
-                        group_id=req.group_id,
-                        generation_id=req.member_epoch,
-                        member_id=req.member_id or None,
-                        group_instance_id=req.instance_id,
-                        detail=f"ConsumerGroupHeartbeat: {refused.error.name}: {refused.message}",
+                    refused.event(
+                        "ConsumerGroupHeartbeat",
+                        req.group_id,
+                        req.member_epoch,
+                        req.member_id,
+                        req.instance_id,
                     )
                 )
             return (
@@ -450,7 +493,33 @@ class ConsumerGroups:
         if req.subscribed_topic_regex is not None:
             updated.regex = req.subscribed_topic_regex or None
         updated.client_id, updated.client_host = req.client_id, req.client_host
+        updated.classic = updated.classic_deadline = None  # it speaks this protocol now
+        self._update(group, old, updated, joined, owned, now_ms, events)
+        updated.session_deadline = now_ms + self._session_timeout_ms
+        self._schedule(updated.session_deadline, group.group_id, member_id)
 
+        full = req.member_epoch == JOIN_EPOCH or (
+            req.rebalance_timeout_ms != -1
+            and req.subscribed_topic_names is not None
+            and req.owned is not None
+        )
+        changed = updated.assigned != old.assigned or joined
+        return self._answer(updated, full=full, changed=changed)
+
+    def _update(
+        self,
+        group: _Group,
+        old: _Member,
+        updated: _Member,
+        joined: bool,
+        owned: frozenset[TopicPartition] | None,
+        now_ms: int,
+        events: list[MembershipEvent],
+    ) -> None:
+        """Put ``updated`` (the member as its request says, ``old`` before it) in the group: a
+        new group epoch if the group changed, a new target if needed, and the member
+        reconciled towards it."""
+        member_id = updated.member_id
         bump = group.group_epoch == 0 or joined
         bump |= (updated.topics, updated.regex, updated.rack_id, updated.server_assignor) != (
             old.topics,
@@ -483,16 +552,6 @@ class ConsumerGroups:
         if group.group_epoch > group.assignment_epoch:
             self._compute_target(group)
         self._reconcile(group, updated, owned, now_ms, events)
-        updated.session_deadline = now_ms + self._session_timeout_ms
-        self._schedule(updated.session_deadline, group.group_id, member_id)
-
-        full = req.member_epoch == JOIN_EPOCH or (
-            req.rebalance_timeout_ms != -1
-            and req.subscribed_topic_names is not None
-            and req.owned is not None
-        )
-        changed = updated.assigned != old.assigned or joined
-        return self._answer(updated, full=full, changed=changed)
 
     def _answer(self, member: _Member, *, full: bool, changed: bool) -> ConsumerGroupHeartbeatResult:
         return ConsumerGroupHeartbeatResult(
@@ -528,36 +587,40 @@ class ConsumerGroups:
         if req.member_epoch == JOIN_EPOCH:
             if holder is None:
                 return _Member(member_id=member_id, instance_id=req.instance_id), True
-            if holder.epoch != STATIC_LEAVE_EPOCH:
+            if holder.epoch != STATIC_LEAVE_EPOCH and holder.classic is None:
                 raise _Refused(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {member_id} with instance id {req.instance_id} cannot join the group "
                     f"because the instance id is owned by {holder.member_id} member.",
                 )
-            # The new incarnation takes the old one's place, epoch and assignment over.
-            del group.members[holder.member_id]
-            target = group.target.pop(holder.member_id, frozenset())
-            group.target[member_id] = target
-            for partition in holder.assigned | holder.pending_revocation:
-                group.owners[partition] = member_id
-            events.append(
-                MembershipEvent(
-                    kind="joined",
-                    group_id=group.group_id,
-                    generation_id=group.group_epoch,
-                    member_id=member_id,
-                    group_instance_id=req.instance_id,
-                    detail=f"replaces static member {holder.member_id}",
-                )
-            )
-            # Its epoch starts again from 0: the next reconciliation gives it what it may have.
-            return replace(holder, member_id=member_id, epoch=0, previous_epoch=0), False
+            return self._take_over(group, holder, member_id, events), False
         if holder is None:
             raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
         if holder.member_id != member_id:
             raise _fenced_instance(member_id, req.instance_id, holder.member_id)
         self._check_epoch(holder, req.member_epoch, owned)
         return holder, False
+
+    @staticmethod
+    def _take_over(group: _Group, holder: _Member, member_id: str, events: list[MembershipEvent]) -> _Member:
+        """A new incarnation of the static member ``holder`` takes its place, epoch and
+        assignment over, as ``member_id``."""
+        del group.members[holder.member_id]
+        group.target[member_id] = group.target.pop(holder.member_id, frozenset())
+        for partition in holder.assigned | holder.pending_revocation:
+            group.owners[partition] = member_id
+        events.append(
+            MembershipEvent(
+                kind="joined",
+                group_id=group.group_id,
+                generation_id=group.group_epoch,
+                member_id=member_id,
+                group_instance_id=holder.instance_id,
+                detail=f"replaces static member {holder.member_id}",
+            )
+        )
+        # Its epoch starts again from 0: the next reconciliation gives it what it may have.
+        return replace(holder, member_id=member_id, epoch=0, previous_epoch=0, classic_deadline=None)
 
     @staticmethod
     def _check_epoch(member: _Member, received: int, owned: frozenset[TopicPartition] | None) -> None:
@@ -611,6 +674,317 @@ class ConsumerGroups:
             member_epoch=req.member_epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms,
         )
+
+    # --- classic-protocol members (online migration) -----------------------------------------
+
+    def adopt(
+        self,
+        group_id: str,
+        generation: int,
+        protocol_name: str | None,
+        members: Sequence[MemberSnapshot],
+        now_ms: int,
+    ) -> list[MembershipEvent] | None:
+        """Make the classic consumer group ``group_id`` a group of this protocol, as Apache
+        Kafka 4 does when a member of the incremental protocol joins it: every classic member
+        stays, with its assignment, and its generation as its epoch, the group epoch and the
+        assignment epoch (the target is what each member has). None, and nothing changes, when
+        that cannot be: no classic payloads, more members than the group may have, or a
+        metadata or assignment that is not the consumer protocol's."""
+        if self._payloads is None or (group_id in self._groups and self._groups[group_id].members):
+            return None
+        if self._max_group_size is not None and len(members) > self._max_group_size:
+            return None
+        group = _Group(group_id=group_id, group_epoch=generation, assignment_epoch=generation)
+        try:
+            for snap in members:
+                metadata = next((m for n, m in snap.protocols if n == protocol_name), snap.protocols[0][1])
+                topics, _owned, rack = self._payloads.subscription(metadata)
+                given = self._payloads.assignment(snap.assignment) if snap.assignment else frozenset()
+                member = _Member(
+                    member_id=snap.member_id,
+                    instance_id=snap.group_instance_id,
+                    rack_id=rack,
+                    rebalance_timeout_ms=snap.rebalance_timeout_ms,
+                    topics=topics,
+                    client_id=snap.client_id,
+                    client_host=snap.client_host,
+                    epoch=generation,
+                    previous_epoch=generation,
+                    assigned=frozenset(p for p in given if p[0] in self._topics and p not in group.owners),
+                    classic=ClassicMembership(
+                        session_timeout_ms=snap.session_timeout_ms, protocols=snap.protocols
+                    ),
+                )
+                self._place(group, member, now_ms)
+        except (ValueError, IndexError):
+            return None
+        group.partition_counts = self._subscribed_partition_counts(group)
+        self._groups[group_id] = group
+        return [
+            MembershipEvent(
+                kind="rebalance",
+                group_id=group_id,
+                generation_id=generation,
+                detail=f"classic group of {len(members)} member(s) upgraded to the consumer protocol",
+            )
+        ]
+
+    def _place(self, group: _Group, member: _Member, now_ms: int) -> None:
+        """Put a member that keeps what it has (its target) into ``group``, its session running."""
+        group.members[member.member_id] = member
+        group.target[member.member_id] = member.assigned
+        if member.instance_id is not None:
+            group.static[member.instance_id] = member.member_id
+        for partition in member.assigned:
+            group.owners[partition] = member.member_id
+        member.session_deadline = now_ms + self._session_timeout(member)
+        self._schedule(member.session_deadline, group.group_id, member.member_id)
+
+    def downgradable(self, group_id: str) -> tuple[int, list[MemberSnapshot]] | None:
+        """If every member of ``group_id`` speaks the classic protocol (the last member of the
+        incremental protocol has gone), the group as a classic group would have it: each member
+        with its target as its assignment, and as the generation the newest epoch its members
+        are at. (Kafka takes the group epoch from before the leaver's removal: the same number
+        when the members were reconciled.) Members at that epoch then rejoin the rebalance that
+        follows keeping what they own; one behind it gets ILLEGAL_GENERATION, as in Kafka.
+        Else None."""
+        group = self._groups.get(group_id)
+        if self._payloads is None or group is None or not group.members:
+            return None
+        if any(m.classic is None for m in group.members.values()):
+            return None
+        return max(m.epoch for m in group.members.values()), [
+            MemberSnapshot(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                session_timeout_ms=m.classic.session_timeout_ms,
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                protocols=m.classic.protocols,
+                assignment=self._payloads.encode_assignment(group.target.get(m.member_id, frozenset())),
+            )
+            for m in group.members.values()
+            if m.classic is not None
+        ]
+
+    def forget(self, group_id: str) -> None:
+        """The group is a classic group from now on (see :meth:`downgradable`)."""
+        del self._groups[group_id]
+
+    def classic_join(self, req: JoinGroup, now_ms: int) -> tuple[JoinGroupResult, list[MembershipEvent]]:
+        """A JoinGroup from a classic member of a consumer group: its subscription (and the
+        partitions it still owns) from its metadata, reconciled like any member's, answered at
+        once with its epoch as the generation and no leader (there is nothing to assign)."""
+        events: list[MembershipEvent] = []
+        try:
+            return self._classic_join(req, now_ms, events), events
+        except _Refused as refused:
+            events.append(refused.event("JoinGroup", req.group_id, -1, req.member_id, req.group_instance_id))
+            return JoinGroupResult(error=refused.error, member_id=req.member_id), events
+
+    def _classic_join(self, req: JoinGroup, now_ms: int, events: list[MembershipEvent]) -> JoinGroupResult:
+        group = self._groups[req.group_id]
+        self._check_classic_protocols(group, req.member_id, req.protocol_type, req.protocols)
+        assert self._payloads is not None  # checked with the protocols
+        member_id = req.member_id or self._new_member_id()
+        instance = req.group_instance_id
+        if (
+            self._max_group_size is not None
+            and len(group.members) >= self._max_group_size
+            and member_id not in group.members
+            and not (instance is not None and instance in group.static)
+        ):
+            raise _Refused(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {self._max_group_size} members.",
+            )
+        if not req.member_id and instance is None and req.require_known_member_id:
+            return JoinGroupResult(error=ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id)
+        try:
+            topics, owned, rack = self._payloads.subscription(req.protocols[0][1])
+        except ValueError as exc:
+            raise _Refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Unreadable subscription: {exc}") from None
+        holder = group.members.get(group.static.get(instance, "")) if instance is not None else None
+        if instance is None:
+            old, joined = (
+                group.members.get(member_id) or _Member(member_id=member_id),
+                member_id not in group.members,
+            )
+        elif not req.member_id:
+            if holder is None:
+                old, joined = _Member(member_id=member_id, instance_id=instance), True
+            else:
+                old, joined = self._take_over(group, holder, member_id, events), False
+        elif holder is None:
+            raise _Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance} is unknown.")
+        elif holder.member_id != member_id:
+            raise _fenced_instance(member_id, instance, holder.member_id)
+        else:
+            old, joined = holder, False
+        updated = replace(
+            old,
+            rack_id=rack if rack is not None else old.rack_id,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            topics=topics,
+            regex=None,
+            server_assignor=None,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic=ClassicMembership(session_timeout_ms=req.session_timeout_ms, protocols=req.protocols),
+        )
+        self._update(group, old, updated, joined, owned, now_ms, events)
+        # It must sync within its rebalance timeout, and heartbeat within its session.
+        updated.classic_deadline = now_ms + req.rebalance_timeout_ms
+        self._schedule(updated.classic_deadline, group.group_id, member_id)
+        self._touch(group, updated, now_ms)
+        return JoinGroupResult(
+            error=ErrorCode.NONE,
+            generation_id=updated.epoch,
+            protocol_type=PROTOCOL_TYPE,
+            protocol_name=req.protocols[0][0],
+            member_id=member_id,
+        )
+
+    def classic_sync(self, req: SyncGroup, now_ms: int) -> tuple[SyncGroupResult, list[MembershipEvent]]:
+        """A SyncGroup from a classic member of a consumer group: its assignment as it stands
+        (whatever a leader sent is ignored: the coordinator assigns), unless a new group epoch
+        means it must rejoin first."""
+        events: list[MembershipEvent] = []
+        try:
+            group, member = self._classic_member(req.group_id, req.member_id, req.group_instance_id)
+            if req.generation_id != member.epoch:
+                raise _Refused(
+                    ErrorCode.ILLEGAL_GENERATION, f"Generation {req.generation_id} is not {member.epoch}."
+                )
+            assert member.classic is not None
+            assert self._payloads is not None
+            names = {name for name, _ in member.classic.protocols}
+            if req.protocol_type not in (None, PROTOCOL_TYPE) or (
+                req.protocol_name is not None and req.protocol_name not in names
+            ):
+                raise _Refused(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "Protocol type or name does not match.")
+            self._check_rejoin(group, member, now_ms)
+        except _Refused as refused:
+            events.append(
+                refused.event(
+                    "SyncGroup", req.group_id, req.generation_id, req.member_id, req.group_instance_id
+                )
+            )
+            return SyncGroupResult(error=refused.error), events
+        member.classic_deadline = None
+        self._touch(group, member, now_ms)
+        return (
+            SyncGroupResult(
+                error=ErrorCode.NONE,
+                protocol_type=req.protocol_type,
+                protocol_name=req.protocol_name,
+                assignment=self._payloads.encode_assignment(member.assigned),
+            ),
+            events,
+        )
+
+    def classic_heartbeat(self, req: Heartbeat, now_ms: int) -> tuple[HeartbeatResult, list[MembershipEvent]]:
+        """A Heartbeat from a classic member of a consumer group: REBALANCE_IN_PROGRESS when it
+        must rejoin (a new group epoch, partitions to give up, or partitions now free for it)."""
+        events: list[MembershipEvent] = []
+        try:
+            group, member = self._classic_member(req.group_id, req.member_id, req.group_instance_id)
+            if req.generation_id != member.epoch:
+                raise _Refused(
+                    ErrorCode.ILLEGAL_GENERATION, f"Generation {req.generation_id} is not {member.epoch}."
+                )
+            self._touch(group, member, now_ms)
+            waits = member.state is MemberState.UNRELEASED_PARTITIONS and any(
+                group.owners.get(p, member.member_id) != member.member_id
+                for p in group.target.get(member.member_id, frozenset()) - member.assigned
+            )
+            if (
+                member.epoch < group.group_epoch
+                or member.state is MemberState.UNREVOKED_PARTITIONS
+                or (member.state is MemberState.UNRELEASED_PARTITIONS and not waits)
+            ):
+                self._ask_to_rejoin(group, member, now_ms)
+                raise _Refused(ErrorCode.REBALANCE_IN_PROGRESS, "The member must rejoin to reconcile.")
+        except _Refused as refused:
+            if refused.error is not ErrorCode.REBALANCE_IN_PROGRESS:
+                events.append(
+                    refused.event(
+                        "Heartbeat", req.group_id, req.generation_id, req.member_id, req.group_instance_id
+                    )
+                )
+            return HeartbeatResult(error=refused.error), events
+        return HeartbeatResult(error=ErrorCode.NONE), events
+
+    def classic_leave(self, req: LeaveGroup) -> tuple[LeaveGroupResult, list[MembershipEvent]]:
+        """A LeaveGroup to a consumer group: each classic member named (by member id, or by
+        instance id alone) leaves; members of the incremental protocol leave by heartbeat."""
+        events: list[MembershipEvent] = []
+        left = []
+        for leaving in req.members:
+            try:
+                group, member = self._classic_member(
+                    req.group_id, leaving.member_id, leaving.group_instance_id, by_instance=True
+                )
+                self._remove(group, member, events, kind="left", detail=leaving.reason or "left the group")
+                error = ErrorCode.NONE
+            except _Refused as refused:
+                error = refused.error
+            left.append(
+                LeftMember(
+                    member_id=leaving.member_id, group_instance_id=leaving.group_instance_id, error=error
+                )
+            )
+        return LeaveGroupResult(error=ErrorCode.NONE, members=tuple(left)), events
+
+    def _check_classic_protocols(
+        self, group: _Group, member_id: str, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]
+    ) -> None:
+        """Kafka's rule: the consumer protocol type, and a protocol every other classic member
+        supports too."""
+        names = {name for name, _ in protocols}
+        for other in group.members.values():
+            if other.classic is not None and other.member_id != member_id:
+                names &= {name for name, _ in other.classic.protocols}
+        if self._payloads is None or protocol_type != PROTOCOL_TYPE or not protocols or not names:
+            raise _Refused(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                f"The group uses the {PROTOCOL_TYPE} protocol type; a classic member must join with it "
+                "and with a protocol its other classic members support.",
+            )
+
+    def _classic_member(
+        self, group_id: str, member_id: str, instance_id: str | None, *, by_instance: bool = False
+    ) -> tuple[_Group, _Member]:
+        """The classic member a request names: UNKNOWN_MEMBER_ID (also for a member of the
+        incremental protocol), or FENCED_INSTANCE_ID for an old incarnation."""
+        group = self._groups[group_id]
+        if instance_id is None:
+            member = group.members.get(member_id)
+        else:
+            holder_id = group.static.get(instance_id)
+            member = group.members.get(holder_id) if holder_id is not None else None
+            if member is not None and member.member_id != member_id and (member_id or not by_instance):
+                raise _fenced_instance(member_id, instance_id, member.member_id)
+        if member is None or member.classic is None:
+            raise _unknown_member(member_id, group_id)
+        return group, member
+
+    def _check_rejoin(self, group: _Group, member: _Member, now_ms: int) -> None:
+        if group.group_epoch > member.epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._ask_to_rejoin(group, member, now_ms)
+            raise _Refused(ErrorCode.REBALANCE_IN_PROGRESS, "A new rebalance: the member must rejoin.")
+
+    def _ask_to_rejoin(self, group: _Group, member: _Member, now_ms: int) -> None:
+        """A classic member told to rejoin has its rebalance timeout to do so."""
+        if member.classic_deadline is None:
+            member.classic_deadline = now_ms + member.rebalance_timeout_ms
+            self._schedule(member.classic_deadline, group.group_id, member.member_id)
+
+    def _touch(self, group: _Group, member: _Member, now_ms: int) -> None:
+        member.session_deadline = now_ms + self._session_timeout(member)
+        self._schedule(member.session_deadline, group.group_id, member.member_id)
 
     # --- held heartbeats ---------------------------------------------------------------------
 
@@ -690,7 +1064,19 @@ class ConsumerGroups:
                     kind="fenced",
                     detail="did not revoke its partitions within its rebalance timeout",
                 )
+            elif member.classic_deadline is not None and member.classic_deadline <= now_ms:
+                self._remove(
+                    group,
+                    member,
+                    events,
+                    kind="expired",
+                    detail="classic member did not rejoin or sync within its rebalance timeout",
+                )
         return events
+
+    def _session_timeout(self, member: _Member) -> int:
+        """A classic member's session is its own; the coordinator sets everyone else's."""
+        return member.classic.session_timeout_ms if member.classic is not None else self._session_timeout_ms
 
     def _schedule(self, deadline: int, group_id: str, member_id: str) -> None:
         self._timer_seq += 1

@@ -440,6 +440,10 @@ class ConsumerMemberSnapshot:
     assigned: tuple[tuple[str, int], ...]
     pending_revocation: tuple[tuple[str, int], ...]
     target: tuple[tuple[str, int], ...]
+    # A member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in the group:
+    # its own session timeout and the protocols it joined with.
+    classic_session_timeout_ms: int | None = None
+    classic_protocols: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -454,7 +458,17 @@ class ConsumerGroupSnapshot:
     members: tuple[ConsumerMemberSnapshot, ...]
 
 
-StoreWrite = GroupSnapshot | ConsumerGroupSnapshot | GroupDeleted | OffsetsCommitted | Topic
+@dataclass(frozen=True, kw_only=True)
+class ConsumerGroupDowngraded:
+    """A consumer group of the incremental protocol became a classic group (its classic record
+    is written beside this); its offsets stay."""
+
+    group_id: str
+
+
+StoreWrite = (
+    GroupSnapshot | ConsumerGroupSnapshot | ConsumerGroupDowngraded | GroupDeleted | OffsetsCommitted | Topic
+)
 
 
 @dataclass(frozen=True, kw_only=True)

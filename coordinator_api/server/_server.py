@@ -92,7 +92,11 @@ class CoordinatorServer:
         self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._declared_topics = dict(topics or {})
-        self.state = GroupCoordinator(self.config, server_assignors=consumer_server_assignors(self.config))
+        self.state = GroupCoordinator(
+            self.config,
+            server_assignors=consumer_server_assignors(self.config),
+            classic_payloads=installed_plugins().server_assignors.classic_payloads("consumer"),
+        )
         self._store: SqliteStore | None = None
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

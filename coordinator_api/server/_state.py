@@ -54,6 +54,7 @@ The machine never reads a clock or touches I/O: every entry point takes ``now_ms
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import heapq
 import re
@@ -62,14 +63,15 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator_api._plugins._registry import ServerAssignor
+from coordinator_api._plugins._registry import ClassicPayloads, ServerAssignor
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
-from coordinator_api.server._consumer_group import ConsumerGroups
+from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
     ConsumerGroupDescribeResult,
+    ConsumerGroupDowngraded,
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     ConsumerGroupSnapshot,
@@ -177,6 +179,10 @@ class _Member:
             protocols=req.protocols,
         )
 
+    @classmethod
+    def from_snapshot(cls, snap: MemberSnapshot) -> _Member:
+        return cls(**{f.name: getattr(snap, f.name) for f in dataclasses.fields(snap)})
+
     def metadata_for(self, protocol: str | None) -> bytes:
         for name, metadata in self.protocols:
             if name == protocol:
@@ -184,16 +190,8 @@ class _Member:
         return b""
 
     def snapshot(self) -> MemberSnapshot:
-        return MemberSnapshot(
-            member_id=self.member_id,
-            group_instance_id=self.group_instance_id,
-            client_id=self.client_id,
-            client_host=self.client_host,
-            session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.rebalance_timeout_ms,
-            protocols=self.protocols,
-            assignment=self.assignment,
-        )
+        """What is stored of the member: the fields it shares with :class:`MemberSnapshot`."""
+        return MemberSnapshot(**{f.name: getattr(self, f.name) for f in dataclasses.fields(MemberSnapshot)})
 
 
 @dataclass(eq=False)
@@ -278,10 +276,15 @@ class GroupCoordinator:
     """Group coordination over requests and the current time: classic groups here, consumer
     groups of the incremental protocol (KIP-848) in :mod:`coordinator_api.server._consumer_group`.
 
-    A group id is a classic group or a consumer group, never both at once: a ConsumerGroupHeartbeat
-    to a classic group that has members gets GROUP_ID_NOT_FOUND, and a JoinGroup to a consumer
-    group that has members gets INCONSISTENT_GROUP_PROTOCOL. A consumer group's committed offsets
-    are kept, as a classic group's, in an Empty classic group record of the same id.
+    A group id is a classic group or a consumer group, never both at once. Groups move between
+    the two as Apache Kafka 4's do (online migration, with the consumer plugin's classic
+    payloads): a member of the incremental protocol joining a classic consumer group makes it a
+    consumer group, its classic members staying with their assignments and speaking JoinGroup,
+    SyncGroup and Heartbeat to it meanwhile; when the last member of the incremental protocol
+    leaves, it becomes a classic group again, and rebalances. A classic group that cannot move
+    (another protocol type, no classic payloads) refuses ConsumerGroupHeartbeat with
+    GROUP_ID_NOT_FOUND. A consumer group's committed offsets are kept, as a classic group's, in an
+    Empty classic group record of the same id.
 
     :param config: the coordinator's settings.
     :param member_id_factory: makes a new member id from a client id or group instance id
@@ -290,6 +293,8 @@ class GroupCoordinator:
     :param server_assignors: the server-side assignors of consumer groups by name, in the order
         of ``config.consumer_group_assignors`` (the first is the default); none: consumer groups
         cannot be joined (UNSUPPORTED_ASSIGNOR).
+    :param classic_payloads: how the consumer protocol's classic payloads read; none: groups
+        never move between the classic protocol and the incremental one.
     """
 
     def __init__(
@@ -299,6 +304,7 @@ class GroupCoordinator:
         member_id_factory: Callable[[str], str] = _new_member_id,
         topic_id_factory: Callable[[], bytes] = _new_topic_id,
         server_assignors: Mapping[str, ServerAssignor] | None = None,
+        classic_payloads: ClassicPayloads | None = None,
     ) -> None:
         self._config = config or CoordinatorConfig()
         self._new_member_id = member_id_factory
@@ -311,6 +317,7 @@ class GroupCoordinator:
             session_timeout_ms=self._config.consumer_group_session_timeout_ms,
             heartbeat_interval_ms=self._config.consumer_group_heartbeat_interval_ms,
             max_group_size=self._config.consumer_group_max_size,
+            classic_payloads=classic_payloads,
         )
         # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
         # when popped, so resetting a session costs no heap work.
@@ -347,17 +354,7 @@ class GroupCoordinator:
                 leader_id=snap.leader_id,
             )
             for ms in snap.members:
-                member = _Member(
-                    member_id=ms.member_id,
-                    group_instance_id=ms.group_instance_id,
-                    client_id=ms.client_id,
-                    client_host=ms.client_host,
-                    session_timeout_ms=ms.session_timeout_ms,
-                    rebalance_timeout_ms=ms.rebalance_timeout_ms,
-                    protocols=ms.protocols,
-                    assignment=ms.assignment,
-                )
-                self._add_member_record(group, member, now_ms)
+                self._add_member_record(group, _Member.from_snapshot(ms), now_ms)
             if snap.leader_id in group.members:
                 group.leader_id = snap.leader_id
             group.state = GroupState.STABLE if group.members else GroupState.EMPTY
@@ -384,7 +381,11 @@ class GroupCoordinator:
         """Take one request. Its result is among the returned replies, or, for a JoinGroup or
         SyncGroup that must wait for the rest of the group, in the effects of a later call."""
         fx = Effects()
-        if isinstance(request, JoinGroup):
+        if isinstance(request, (SyncGroup, Heartbeat, LeaveGroup)) and self._is_consumer_group(
+            request.group_id
+        ):
+            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+        elif isinstance(request, JoinGroup):
             self._join_group(ref, request, now_ms, fx)
         elif isinstance(request, SyncGroup):
             self._sync_group(ref, request, now_ms, fx)
@@ -424,13 +425,99 @@ class GroupCoordinator:
         self, req: ConsumerGroupHeartbeat, now_ms: int, fx: Effects
     ) -> ConsumerGroupHeartbeatResult:
         classic = self._groups.get(req.group_id)
+        upgraded: list[MembershipEvent] = []
         if classic is not None and classic.state is not GroupState.EMPTY:
-            return ConsumerGroupHeartbeatResult(
-                error=ErrorCode.GROUP_ID_NOT_FOUND,
-                message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
-                member_id=req.member_id or None,
-            )
+            adopted = self._upgrade(classic, now_ms, fx) if req.member_epoch == 0 else None
+            if adopted is None:
+                return ConsumerGroupHeartbeatResult(
+                    error=ErrorCode.GROUP_ID_NOT_FOUND,
+                    message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
+                    member_id=req.member_id or None,
+                )
+            upgraded = adopted
         result, events = self._consumer_groups.heartbeat(req, now_ms)
+        self._consumer_groups_changed(upgraded + events, fx, now_ms)
+        return result
+
+    # --- online migration between the classic protocol and the incremental one -------------
+
+    def _is_consumer_group(self, group_id: str) -> bool:
+        return group_id in self._consumer_groups and self._consumer_groups.has_members(group_id)
+
+    def _upgrade(self, classic: _Group, now_ms: int, fx: Effects) -> list[MembershipEvent] | None:
+        """Make a classic consumer group a consumer group of the incremental protocol, its
+        members and their assignments kept (see :meth:`ConsumerGroups.adopt`): the requests
+        they have waiting are answered REBALANCE_IN_PROGRESS, so they rejoin, into the consumer
+        group. The classic record stays, Empty, with the offsets. None if it cannot move."""
+        if classic.protocol_type != PROTOCOL_TYPE:
+            return None
+        members = [m.snapshot() for m in classic.members.values()]
+        events = self._consumer_groups.adopt(
+            classic.group_id, classic.generation_id, classic.protocol_name, members, now_ms
+        )
+        if events is None:
+            return None
+        for member in classic.members.values():
+            for waiting, answer in (
+                (
+                    member.awaiting_join,
+                    JoinGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS, member_id=member.member_id),
+                ),
+                (member.awaiting_sync, SyncGroupResult(error=ErrorCode.REBALANCE_IN_PROGRESS)),
+                (member.held_heartbeat, HeartbeatResult(error=ErrorCode.REBALANCE_IN_PROGRESS)),
+            ):
+                if waiting is not None:
+                    self._held.pop(waiting, None)
+                    fx.replies.append((waiting, answer))
+        classic.members.clear()
+        classic.protocol_counts.clear()
+        classic.static_members.clear()
+        classic.pending_members.clear()
+        classic.pending_sync.clear()
+        classic.state, classic.leader_id, classic.protocol_name = GroupState.EMPTY, None, None
+        classic.join_deadline = classic.sync_deadline = None
+        classic.in_initial_delay = False
+        fx.writes.append(classic.snapshot())
+        return events
+
+    def _downgrade(self, group_id: str, now_ms: int, fx: Effects) -> None:
+        """If the last member of the incremental protocol has left ``group_id``, make it a
+        classic group again (as Kafka 4's downgrade; see :meth:`ConsumerGroups.downgradable`):
+        its classic members with their target assignments, then a rebalance."""
+        found = self._consumer_groups.downgradable(group_id)
+        limit = self._config.max_group_size
+        if found is None or (limit is not None and len(found[1]) > limit):
+            return
+        generation, members = found
+        group = self._groups.get(group_id) or _Group(group_id)
+        candidate = _Group(group_id)
+        for snap in members:
+            candidate.add(_Member.from_snapshot(snap))
+        if not candidate.candidate_protocols():
+            return
+        self._consumer_groups.forget(group_id)
+        self._groups[group_id] = group
+        group.generation_id, group.protocol_type = generation, PROTOCOL_TYPE
+        for snap in members:
+            self._add_member_record(group, _Member.from_snapshot(snap), now_ms)
+        group.protocol_name = group.select_protocol()
+        group.state = GroupState.STABLE
+        fx.writes.extend([ConsumerGroupDowngraded(group_id=group_id), group.snapshot()])
+        self._prepare_rebalance(
+            group, now_ms, fx, "the last member of the consumer protocol left: classic again"
+        )
+
+    def _classic_to_consumer_group(
+        self, request: SyncGroup | Heartbeat | LeaveGroup, now_ms: int, fx: Effects
+    ) -> SyncGroupResult | HeartbeatResult | LeaveGroupResult:
+        """A classic member's SyncGroup, Heartbeat or LeaveGroup to a consumer group."""
+        result: SyncGroupResult | HeartbeatResult | LeaveGroupResult
+        if isinstance(request, SyncGroup):
+            result, events = self._consumer_groups.classic_sync(request, now_ms)
+        elif isinstance(request, Heartbeat):
+            result, events = self._consumer_groups.classic_heartbeat(request, now_ms)
+        else:
+            result, events = self._consumer_groups.classic_leave(request)
         self._consumer_groups_changed(events, fx, now_ms)
         return result
 
@@ -445,6 +532,7 @@ class GroupCoordinator:
             for group_id in changed:
                 if group_id in self._consumer_groups:
                     fx.writes.append(self._consumer_groups.snapshot(group_id))
+                    self._downgrade(group_id, now_ms, fx)
                 held = self._held_group_heartbeats.get(group_id, {})
                 for member_id, heartbeat in list(held.items()):
                     news, more = self._consumer_groups.news_for(heartbeat.request, now_ms)
@@ -623,13 +711,16 @@ class GroupCoordinator:
 
         if not req.group_id:
             return fail(ErrorCode.INVALID_GROUP_ID)
-        if req.group_id in self._consumer_groups and self._consumer_groups.has_members(req.group_id):
-            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # no online migration between protocols
         cfg = self._config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         if req.rebalance_timeout_ms <= 0:
             return fail(ErrorCode.INVALID_REQUEST)
+        if self._is_consumer_group(req.group_id):
+            result, events = self._consumer_groups.classic_join(req, now_ms)
+            fx.replies.append((ref, result))
+            self._consumer_groups_changed(events, fx, now_ms)
+            return None
         group = self._groups.get(req.group_id)
         if group is None:
             if req.member_id:

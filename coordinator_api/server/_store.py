@@ -18,6 +18,7 @@ from typing import Any
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupDowngraded,
     ConsumerGroupSnapshot,
     ConsumerMemberSnapshot,
     GroupDeleted,
@@ -120,7 +121,13 @@ def _consumer_group_to_json(snap: ConsumerGroupSnapshot) -> str:
             "group_epoch": snap.group_epoch,
             "assignment_epoch": snap.assignment_epoch,
             "assignor": snap.assignor,
-            "members": [dataclasses.asdict(m) for m in snap.members],
+            "members": [
+                {
+                    **dataclasses.asdict(m),
+                    "classic_protocols": [[name, _b64(meta)] for name, meta in m.classic_protocols],
+                }
+                for m in snap.members
+            ],
         }
     )
 
@@ -144,6 +151,9 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
                     "assigned": partitions(m["assigned"]),
                     "pending_revocation": partitions(m["pending_revocation"]),
                     "target": partitions(m["target"]),
+                    "classic_protocols": tuple(
+                        (name, _unb64(meta)) for name, meta in m.get("classic_protocols", ())
+                    ),
                 }
             )
             for m in doc["members"]
@@ -255,6 +265,8 @@ class SqliteStore:
                             for o in write.offsets
                         ],
                     )
+                elif isinstance(write, ConsumerGroupDowngraded):
+                    db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))
                 elif isinstance(write, GroupDeleted):
                     db.execute("DELETE FROM groups WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))

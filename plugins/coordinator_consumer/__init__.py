@@ -33,6 +33,7 @@ from coordinator_consumer._member import ConsumerGroupMember
 from coordinator_consumer._model import Assignment, Assignor, Cluster, Subscription, TopicPartition
 from coordinator_consumer._ownership import AssignmentError, owned_partitions, validate_assignment
 from coordinator_consumer._protocol import (
+    CLASSIC_PAYLOADS,
     PROTOCOL_TYPE,
     ConsumerProtocolError,
     decode_assignment,
@@ -70,6 +71,7 @@ def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
 def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
     for name, assignor in SERVER_ASSIGNORS.items():
         registry.register(PROTOCOL_TYPE, name, assignor)
+    registry.register_classic_payloads(PROTOCOL_TYPE, CLASSIC_PAYLOADS)
 
 
 @hookimpl

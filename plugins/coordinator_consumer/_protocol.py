@@ -28,6 +28,7 @@ from typing import Any, Final, final
 
 from kafka.protocol.consumer import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from coordinator_api import ClassicPayloads
 from coordinator_consumer._model import Subscription, TopicPartition
 
 #: The newest version of each payload this module knows, and the one it writes by default
@@ -40,6 +41,7 @@ ASSIGNMENT_VERSION: Final[int] = ConsumerProtocolAssignment.max_version
 
 __all__ = [
     "ASSIGNMENT_VERSION",
+    "CLASSIC_PAYLOADS",
     "SUBSCRIPTION_VERSION",
     "ConsumerProtocolError",
     "decode_assignment",
@@ -292,3 +294,30 @@ def _user_data(value: Any) -> bytes:
     if not isinstance(value, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes, got {type(value).__name__}")
     return bytes(value)
+
+
+def _classic_subscription(metadata: bytes) -> tuple[frozenset[str], frozenset[tuple[str, int]], str | None]:
+    subscription = decode_subscription("", None, metadata)
+    return (
+        subscription.topics,
+        frozenset((p.topic, p.partition) for p in subscription.owned),
+        subscription.rack,
+    )
+
+
+def _classic_assignment(payload: bytes) -> frozenset[tuple[str, int]]:
+    partitions, _user_data = decode_assignment(payload)
+    return frozenset((p.topic, p.partition) for p in partitions)
+
+
+def _encode_classic_assignment(partitions: Iterable[tuple[str, int]]) -> bytes:
+    return encode_assignment(TopicPartition(topic, number) for topic, number in partitions)
+
+
+CLASSIC_PAYLOADS: Final = ClassicPayloads(
+    subscription=_classic_subscription,
+    assignment=_classic_assignment,
+    encode_assignment=_encode_classic_assignment,
+)
+"""The consumer protocol's payloads as the embedded coordinator reads them when a group moves
+between the classic protocol and the incremental one (KIP-848's online migration)."""

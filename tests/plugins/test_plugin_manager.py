@@ -15,9 +15,10 @@ from typing import Any
 
 import pluggy
 import pytest
+from coordinator_consumer._protocol import CLASSIC_PAYLOADS
 
 import coordinator_api._plugins
-from coordinator_api import Coordinator, JoinedMember
+from coordinator_api import ClassicPayloads, ConfigurationError, Coordinator, JoinedMember
 from coordinator_api._cli import build_parser
 from coordinator_api._plugins import (
     NAME,
@@ -32,6 +33,7 @@ from coordinator_api._plugins import (
     PluginLoadError,
     PluginRegistry,
     ProtocolRegistry,
+    ServerAssignorRegistry,
     _manager,
     disabled_plugins,
     get_plugin_manager,
@@ -402,3 +404,23 @@ def test_a_plugin_command_cannot_take_a_builtin_name(
     captured = capsys.readouterr()
     assert "command 'serve' is registered by plugin 'coordinator-api (built-in command)'" in captured.err
     assert "Run the embedded coordinator" in captured.out
+
+
+def test_classic_payloads_are_registered_once_per_protocol_type_and_listed() -> None:
+    registry = ServerAssignorRegistry()
+    assert registry.classic_payloads("consumer") is None
+    with registry._registering_for("first"):
+        registry.register_classic_payloads("consumer", CLASSIC_PAYLOADS)
+    assert registry.classic_payloads("consumer") is CLASSIC_PAYLOADS
+    assert ("first", "classic payloads consumer") in registry.summary()
+    with registry._registering_for("second"), pytest.raises(DuplicateRegistrationError) as caught:
+        registry.register_classic_payloads("consumer", CLASSIC_PAYLOADS)
+    assert (caught.value.first_plugin, caught.value.second_plugin) == ("first", "second")
+    with pytest.raises(ConfigurationError, match="expected ClassicPayloads"):
+        registry.register_classic_payloads("streams", object())  # type: ignore[arg-type]
+    assert isinstance(CLASSIC_PAYLOADS, ClassicPayloads)
+    # What the consumer plugin's payloads read, both ways.
+    payload = CLASSIC_PAYLOADS.encode_assignment([("t", 1), ("t", 0)])
+    assert CLASSIC_PAYLOADS.assignment(payload) == {("t", 0), ("t", 1)}
+    with pytest.raises(ValueError, match="not a consumer-protocol subscription"):
+        CLASSIC_PAYLOADS.subscription(b"GET / HTTP/1.1")

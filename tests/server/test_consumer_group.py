@@ -19,6 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from coordinator_api import ClassicPayloads
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._messages import (
@@ -58,8 +59,15 @@ CONFIG = CoordinatorConfig(
 class Coordinator:
     """A GroupCoordinator with topics, a fake clock and short-hand requests."""
 
-    def __init__(self, topics: dict[str, int] | None = None) -> None:
-        self.state = GroupCoordinator(CONFIG, server_assignors=SERVER_ASSIGNORS)
+    def __init__(
+        self, topics: dict[str, int] | None = None, classic_payloads: ClassicPayloads | None = None
+    ) -> None:
+        self.state = GroupCoordinator(
+            CONFIG,
+            server_assignors=SERVER_ASSIGNORS,
+            classic_payloads=classic_payloads,
+            member_id_factory=lambda client_id: client_id,  # a classic member's id is its name
+        )
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
         if topics != {}:
@@ -379,7 +387,9 @@ def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     assert commit("", -1) is ErrorCode.NONE
 
 
-def test_classic_and_consumer_groups_do_not_share_an_id(c: Coordinator) -> None:
+def test_without_classic_payloads_classic_and_consumer_groups_do_not_share_an_id(c: Coordinator) -> None:
+    """No online migration when no plugin says how the consumer protocol's payloads read
+    (tests/server/test_online_migration.py has it)."""
     c.heartbeat("a", 0)
     join = JoinGroup(
         group_id="g",

@@ -618,3 +618,82 @@ def test_classic_and_incremental_groups_on_one_coordinator(membership: Membershi
             ]
         assert not overlapping_ownership(classic), overlapping_ownership(classic)
         assert not overlapping_ownership(members), overlapping_ownership(members)
+
+
+# --- online migration: classic <-> incremental -----------------------------------------------
+
+
+def upgrade_and_downgrade(
+    address: Callable[[], str], bootstrap: str, group: str, topic: str, newcomer: str = "confluent"
+) -> None:
+    """A classic group (kafka-python and librdkafka, eager range) is joined by a member of the
+    incremental protocol: it becomes a consumer group, the classic members staying in it with
+    their partitions and reconciling through JoinGroup/SyncGroup/Heartbeat. When that member
+    leaves, the group is classic again and the classic members share everything."""
+    classic = [
+        MemberProcess(client, bootstrap, name, group=group, topic=topic, session_ms=SESSION_MS * 2)
+        for client, name in (("kafka-python", "kc0"), ("confluent", "rc1"))
+    ]
+    members = list(classic)
+    with running_members(members):
+        wait_for(lambda: owned_exactly_once(classic, PARTITIONS), SETTLE_S, "the classic group to settle")
+        assert described(address(), group).error_code == 69  # GROUP_ID_NOT_FOUND: not a consumer group
+
+        members.append(start(bootstrap, group, newcomer, "ri2", topic=topic))
+
+        def reconciled() -> Any:
+            """The upgraded group, once Stable, every member at its target, and the members'
+            own reports agreeing."""
+            upgraded = described(address(), group)
+            if upgraded.error_code != 0 or upgraded.group_state != "Stable":
+                return None
+            if any(
+                partitions_of(m.assignment) != partitions_of(m.target_assignment) for m in upgraded.members
+            ):
+                return None
+            by_client = {m.client_id: {p for _, p in partitions_of(m.assignment)} for m in upgraded.members}
+            if any(by_client.get(m.name) != m.owned for m in members):
+                return None
+            return upgraded if owned_exactly_once(members, PARTITIONS) else None
+
+        upgraded = wait_for(reconciled, SETTLE_S, "the upgraded group to reconcile", step=0.2)
+        assert sorted(m.client_id for m in upgraded.members) == ["kc0", "rc1", "ri2"]
+        assert sorted(len(m.owned) for m in members) == [4, 4, 4]
+
+        members[2].terminate()  # leaves with epoch -1: the last member of the incremental protocol
+        wait_for(
+            lambda: owned_exactly_once(classic, PARTITIONS) and described(address(), group).error_code == 69,
+            SETTLE_S,
+            "the group to be classic again and its members to share everything",
+        )
+        assert all(m.alive for m in classic)
+    assert not overlapping_ownership(members), overlapping_ownership(members)
+
+
+@pytest.mark.kafka_python
+@pytest.mark.parametrize("newcomer", ["confluent", "ours"])
+def test_online_upgrade_and_downgrade_with_real_clients(
+    membership: MembershipRecorder, newcomer: str
+) -> None:
+    group = "migrating"
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=kip848_config()) as coordinator:
+        upgrade_and_downgrade(
+            lambda: coordinator.bootstrap_servers, coordinator.bootstrap_servers, group, "events", newcomer
+        )
+    upgraded = [e for e in membership.of("rebalance", group) if "upgraded" in e.detail]
+    downgraded = [e for e in membership.of("rebalance", group) if "classic again" in e.detail]
+    assert len(upgraded) == len(downgraded) == 1
+
+
+@pytest.mark.kafka_python
+def test_online_upgrade_and_downgrade_on_kafka(kafka: KafkaCluster) -> None:
+    """The same scenario on Apache Kafka 4 (its default group.consumer.migration.policy,
+    bidirectional), for parity."""
+    group, topic = "migrating-parity", "migrating-parity-events"
+    kafka.create_topic(topic, PARTITIONS)
+    kafka.set_group_config(
+        group, {"consumer.session.timeout.ms": SESSION_MS, "consumer.heartbeat.interval.ms": INTERVAL_MS}
+    )
+    upgrade_and_downgrade(
+        lambda: kafka.broker(kafka.coordinator_of(group)).address, kafka.bootstrap_servers, group, topic
+    )
