@@ -744,8 +744,10 @@ class ConsumerGroups:
     def downgradable(self, group_id: str) -> tuple[int, list[MemberSnapshot]] | None:
         """If every member of ``group_id`` speaks the classic protocol (the last member of the
         incremental protocol has gone), the group as a classic group would have it: each member
-        with its target as its assignment, and as the generation the newest epoch its members
-        are at. (Kafka takes the group epoch from before the leaver's removal: the same number
+        with what it owns now as its assignment (Kafka writes its target; but a member that has
+        not yet rejoined still consumes what it owns, and the rebalance that follows, or an
+        upgrade before it, must count on that), and as the generation the newest epoch its
+        members are at. (Kafka takes the group epoch from before the leaver's removal: the same number
         when the members were reconciled.) Members at that epoch then rejoin the rebalance that
         follows keeping what they own; one behind it gets ILLEGAL_GENERATION, as in Kafka.
         Else None."""
@@ -763,7 +765,7 @@ class ConsumerGroups:
                 session_timeout_ms=m.classic.session_timeout_ms,
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 protocols=m.classic.protocols,
-                assignment=self._payloads.encode_assignment(group.target.get(m.member_id, frozenset())),
+                assignment=self._payloads.encode_assignment(m.assigned | m.pending_revocation),
             )
             for m in group.members.values()
             if m.classic is not None

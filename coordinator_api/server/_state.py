@@ -435,6 +435,10 @@ class GroupCoordinator:
                     member_id=req.member_id or None,
                 )
             upgraded = adopted
+        elif classic is not None:
+            # An Empty classic group gives way to the consumer group (Kafka deletes it; here its
+            # record stays for the offsets): members it asked for an id join the consumer group.
+            classic.pending_members.clear()
         result, events = self._consumer_groups.heartbeat(req, now_ms)
         self._consumer_groups_changed(upgraded + events, fx, now_ms)
         return result
@@ -499,6 +503,7 @@ class GroupCoordinator:
         self._groups[group_id] = group
         group.generation_id, group.protocol_type = generation, PROTOCOL_TYPE
         for snap in members:
+            group.pending_members.pop(snap.member_id, None)  # it joined the consumer group since
             self._add_member_record(group, _Member.from_snapshot(snap), now_ms)
         group.protocol_name = group.select_protocol()
         group.state = GroupState.STABLE

@@ -11,12 +11,26 @@ consumer plugin's real consumer-protocol encoding.
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
-from coordinator_consumer import TopicPartition, decode_assignment, encode_assignment, encode_subscription
+from coordinator_consumer import (
+    Cluster,
+    TopicPartition,
+    assign_cooperative_sticky,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from coordinator_consumer._protocol import CLASSIC_PAYLOADS
-from test_consumer_group import Coordinator, t
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from test_consumer_group import INTERVAL_MS, Coordinator, Member, t
 
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
@@ -30,6 +44,7 @@ from coordinator_api.server._messages import (
     LeaveGroup,
     LeaveGroupResult,
     LeavingMember,
+    MembershipEvent,
     OffsetCommit,
     OffsetCommitResult,
     SyncGroup,
@@ -48,17 +63,26 @@ class Migrating(Coordinator):
         super().__init__(topics, classic_payloads=CLASSIC_PAYLOADS)
         self.replies: dict[int, object] = {}
         self.known: set[str] = set()  # classic members that have joined once
-        self.on_writes: list[object] = []  # where the writes of each step go, if anywhere
+        self.on_writes: list[object] = []  # every write, for a store
+        self.events: list[MembershipEvent] = []
 
     def send(self, request: object) -> int:
         ref = next(self.refs)
         fx = self.state.handle(ref, request, self.now)  # type: ignore[arg-type]
         self.on_writes.extend(fx.writes)
+        self.events.extend(fx.events)
         self.replies.update(fx.replies)  # type: ignore[arg-type]
         return ref
 
     def request(self, request: object) -> object:
         return self.replies.pop(self.send(request))
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+        fx = self.state.expire(self.now)
+        self.on_writes.extend(fx.writes)
+        self.events.extend(fx.events)
+        self.replies.update(fx.replies)  # type: ignore[arg-type]
 
     def join_request(
         self, member_id: str, owned: set[tuple[str, int]] = frozenset(), **fields: object
@@ -304,3 +328,252 @@ def test_a_classic_static_member_replacing_the_last_new_protocol_member_downgrad
     assert {x.member_id for x in m.state._groups["g"].members.values()} == {"a", "b", new_id}
     # Its SyncGroup meets the rebalance: it rejoins, as a classic member of a classic group.
     assert m.sync(new_id, restarted.generation_id).error is ErrorCode.REBALANCE_IN_PROGRESS
+
+
+# --- a model: classic and incremental members at random, the group moving back and forth -----
+
+
+@dataclass
+class ClassicClient:
+    """What a well-behaved cooperative classic consumer remembers (Kafka's
+    ConsumerCoordinator with the cooperative-sticky assignor)."""
+
+    name: str
+    client_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])  # a new id per process
+    member_id: str = ""
+    generation: int = -1
+    owned: set[tuple[str, int]] = field(default_factory=set)
+    waiting: int | None = None  # the request it waits on
+    needs_join: bool = True
+    sync: tuple[SyncGroup, ...] = ()  # the SyncGroup to send next
+
+    def lose(self, *, forget_id: bool) -> None:
+        """Its partitions are lost (not revoked): it stops consuming them at once."""
+        self.owned, self.generation, self.needs_join, self.sync = set(), -1, True, ()
+        if forget_id:
+            self.member_id = ""
+
+
+class MigratingGroup(RuleBasedStateMachine):
+    """Cooperative classic members and members of the incremental protocol join, behave, stall,
+    leave and crash at random while time passes, so the group moves between the protocols
+    again and again. No partition ever has two owners by the members' own view; with everyone
+    behaving, the group settles with each partition owned once."""
+
+    TOPICS: ClassVar[dict[str, int]] = {"t": 6}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.m = Migrating(self.TOPICS)
+        self.classic: dict[str, ClassicClient] = {}
+        self.incremental: dict[str, Member] = {}
+        self.crashed: list[ClassicClient | Member] = []
+
+    # --- classic clients ----------------------------------------------------------------------
+
+    def _metadata(self, c: ClassicClient) -> bytes:
+        owned = [TopicPartition(*p) for p in sorted(c.owned)]
+        return encode_subscription(["t"], owned=owned, generation=c.generation)
+
+    def _send_next(self, c: ClassicClient) -> None:
+        if c.needs_join:
+            request: object = JoinGroup(
+                group_id="g",
+                member_id=c.member_id,
+                group_instance_id=None,
+                client_id=f"{c.name}-{c.client_id}",
+                client_host="/127.0.0.1",
+                session_timeout_ms=CLASSIC_SESSION_MS,
+                rebalance_timeout_ms=CLASSIC_REBALANCE_MS,
+                protocol_type="consumer",
+                protocols=(("cooperative-sticky", self._metadata(c)),),
+                require_known_member_id=True,
+            )
+        elif c.sync:
+            (request,) = c.sync
+        else:
+            request = Heartbeat(
+                group_id="g", generation_id=c.generation, member_id=c.member_id, group_instance_id=None
+            )
+        c.waiting = self.m.send(request)
+
+    def _on_answer(self, c: ClassicClient, result: object) -> None:
+        c.waiting = None
+        error = getattr(result, "error", ErrorCode.NONE)
+        if error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
+            c.lose(forget_id=True)
+        elif error is ErrorCode.ILLEGAL_GENERATION:
+            c.lose(forget_id=False)
+        elif error is ErrorCode.REBALANCE_IN_PROGRESS:
+            c.needs_join, c.sync = True, ()
+        elif isinstance(result, JoinGroupResult) and error is ErrorCode.MEMBER_ID_REQUIRED:
+            c.member_id = result.member_id
+        elif isinstance(result, JoinGroupResult):
+            assert error is ErrorCode.NONE, result
+            c.member_id, c.generation, c.needs_join = result.member_id, result.generation_id, False
+            assignments: dict[str, tuple[TopicPartition, ...]] = {}
+            if result.leader == c.member_id:  # the leader of a classic generation assigns
+                subscriptions = [
+                    decode_subscription(x.member_id, x.group_instance_id, x.metadata) for x in result.members
+                ]
+                assignments = assign_cooperative_sticky(subscriptions, Cluster(partitions=self.TOPICS))
+            c.sync = (
+                SyncGroup(
+                    group_id="g",
+                    generation_id=c.generation,
+                    member_id=c.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name=result.protocol_name,
+                    assignments=tuple((mid, encode_assignment(ps)) for mid, ps in assignments.items()),
+                ),
+            )
+        elif isinstance(result, SyncGroupResult):
+            assert error is ErrorCode.NONE, result
+            partitions, _ = decode_assignment(result.assignment)
+            assigned = {(p.topic, p.partition) for p in partitions}
+            revoked = c.owned - assigned
+            c.owned, c.sync = assigned, ()
+            c.needs_join = bool(revoked)  # cooperative: rejoin after revoking
+        else:
+            assert isinstance(result, HeartbeatResult) and error is ErrorCode.NONE, result
+
+    def _behave(self, c: ClassicClient) -> None:
+        if c.waiting is not None:
+            if c.waiting in self.m.replies:
+                self._on_answer(c, self.m.replies.pop(c.waiting))
+            return
+        self._send_next(c)
+        if c.waiting in self.m.replies:
+            self._on_answer(c, self.m.replies.pop(c.waiting))
+
+    # --- incremental members ------------------------------------------------------------------
+
+    def _beat(self, member: Member) -> None:
+        result = self.m.heartbeat(
+            member.member_id,
+            member.epoch,
+            None if member.epoch == 0 else member.owned,
+            subscribed_topic_names=("t",) if member.epoch == 0 else None,
+        )
+        if result.error is not ErrorCode.NONE:
+            assert result.error in (
+                ErrorCode.FENCED_MEMBER_EPOCH,
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                ErrorCode.GROUP_ID_NOT_FOUND,  # a classic group that is mid-join: not moved
+            ), result
+            member.owned, member.epoch, member.joined = set(), 0, False
+            return
+        member.epoch, member.joined = result.member_epoch, True
+        assigned = self.m.names(result)
+        if assigned is not None:
+            member.owned = assigned
+
+    # --- rules ----------------------------------------------------------------------------------
+
+    @rule(name=st.sampled_from(["k0", "k1"]))
+    def classic_behaves(self, name: str) -> None:
+        self._behave(self.classic.setdefault(name, ClassicClient(name)))
+
+    @rule(name=st.sampled_from(["n0", "n1"]))
+    def incremental_heartbeats(self, name: str) -> None:
+        self._beat(self.incremental.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}")))
+
+    @precondition(lambda self: self.incremental)
+    @rule(data=st.data())
+    def incremental_leaves(self, data: st.DataObject) -> None:
+        member = self.incremental.pop(data.draw(st.sampled_from(sorted(self.incremental))))
+        if member.joined:
+            member.owned = set()
+            self.m.heartbeat(member.member_id, -1)
+
+    @precondition(lambda self: any(c.member_id and c.waiting is None for c in self.classic.values()))
+    @rule(data=st.data())
+    def classic_leaves(self, data: st.DataObject) -> None:
+        name = data.draw(
+            st.sampled_from(sorted(n for n, c in self.classic.items() if c.member_id and c.waiting is None))
+        )
+        c = self.classic.pop(name)
+        c.owned = set()  # revoked before leaving
+        self.m.request(
+            LeaveGroup(group_id="g", members=(LeavingMember(member_id=c.member_id, group_instance_id=None),))
+        )
+
+    @precondition(lambda self: self.classic or self.incremental)
+    @rule(data=st.data())
+    def crash(self, data: st.DataObject) -> None:
+        everyone: dict[str, ClassicClient | Member] = {**self.classic, **self.incremental}
+        name = data.draw(st.sampled_from(sorted(everyone)))
+        self.classic.pop(name, None)
+        self.incremental.pop(name, None)
+        self.crashed.append(everyone[name])
+
+    @rule(ms=st.sampled_from([INTERVAL_MS, CLASSIC_REBALANCE_MS, CLASSIC_SESSION_MS]))
+    def time_passes(self, ms: int) -> None:
+        self.m.advance(ms)
+        present = self._present()
+        for member in [*self.classic.values(), *self.incremental.values(), *self.crashed]:
+            # Removed by the coordinator while silent: its session ran out, so a real member
+            # has stopped by then (lease safety); it drops its partitions.
+            if isinstance(member, Member) and member.joined and member.member_id not in present:
+                member.owned, member.epoch, member.joined = set(), 0, False
+            elif isinstance(member, ClassicClient) and member.member_id and member.member_id not in present:
+                member.lose(forget_id=False)
+        self.crashed = [x for x in self.crashed if x.member_id in present]
+
+    def _present(self) -> set[str]:
+        """Member ids the coordinator has for the group: in the consumer group, in the classic
+        group, or asked to join with (pending)."""
+        groups = self.m.state._consumer_groups
+        present = {x.member_id for x in groups.describe("g").members} if "g" in groups else set()
+        classic = self.m.state._groups.get("g")
+        if classic is not None:
+            present |= set(classic.members) | set(classic.pending_members)
+        return present
+
+    @precondition(lambda self: (self.classic or self.incremental) and not self.crashed)
+    @rule()
+    def everyone_behaves_until_settled(self) -> None:
+        for _ in range(4 * (len(self.classic) + len(self.incremental)) + 12):
+            for c in list(self.classic.values()):
+                self._behave(c)
+            for member in list(self.incremental.values()):
+                self._beat(member)
+        owned = sorted(p for x in [*self.classic.values(), *self.incremental.values()] for p in x.owned)
+        assert owned == [("t", p) for p in range(6)], (owned, self.m.state._consumer_groups.describe("g"))
+
+    @initialize(classic=st.integers(1, 2))
+    def a_classic_group_forms(self, classic: int) -> None:
+        """Most runs start where a migration starts: a classic group at work."""
+        for name in ("k0", "k1")[:classic]:
+            self.classic[name] = ClassicClient(name)
+        self.the_classic_members_behave_a_while()
+
+    @rule()
+    def the_classic_members_behave_a_while(self) -> None:
+        """Only the classic members, a few rounds: a classic generation forms (for an upgrade
+        to find) or the classic members catch up inside a consumer group."""
+        for _ in range(6):
+            for c in list(self.classic.values()):
+                self._behave(c)
+
+    def teardown(self) -> None:
+        # How far the group travelled (hypothesis's statistics show the spread).
+        details = [e.detail for e in self.m.events if e.kind == "rebalance"]
+        upgrades = sum("upgraded" in d for d in details)
+        downgrades = sum("classic again" in d for d in details)
+        event(f"upgraded {min(upgrades, 2)}{'+' if upgrades > 2 else ''} time(s)")
+        event(f"downgraded {min(downgrades, 2)}{'+' if downgrades > 2 else ''} time(s)")
+
+    @invariant()
+    def no_partition_has_two_owners(self) -> None:
+        seen: dict[tuple[str, int], str] = {}
+        for x in [*self.classic.values(), *self.incremental.values(), *self.crashed]:
+            name = x.name if isinstance(x, ClassicClient) else x.member_id
+            for partition in x.owned:
+                assert partition not in seen, f"{partition} owned by {seen[partition]} and {name}"
+                seen[partition] = name
+
+
+MigratingGroup.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)
+test_migrating_groups_never_give_a_partition_to_two_members = MigratingGroup.TestCase
