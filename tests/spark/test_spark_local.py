@@ -42,7 +42,11 @@ def test_every_unit_once_with_results_as_a_dataframe(spark: Any) -> None:
     assert {r.executor for r in rows} == {"driver"}  # local mode: the driver is the executor
     assert {r.attempt for r in rows} == {1}
     assert run.processed == 40 and run.duplicates == 0 and run.reprocessed == ()
-    assert set(run.placement.values()) == {"driver#0", "driver#1"}
+    # Each unit was placed on one of the two slots. Whether both got some depends on when the
+    # second Spark task started (on a loaded machine the first may finish 40 instant units
+    # alone); the skewed test below, whose units take time, shows both slots sharing the work.
+    assert set(run.placement) == {u.id for u in units}
+    assert set(run.placement.values()) <= {"driver#0", "driver#1"}
     assert seen and seen[-1] == Progress(40, 40, 40, seen[-1].seconds)
 
 
