@@ -32,7 +32,6 @@ from coordinator_api._plugins._errors import (
 )
 from coordinator_api._plugins._events import MemberEvent, MemberEventKind
 from coordinator_api._plugins._manager import (
-    BUILTIN_PLUGINS,
     PluginHooks,
     PluginRegistry,
     disabled_plugins,
@@ -59,7 +58,6 @@ from coordinator_api._plugins._registry import (
 )
 
 __all__ = [
-    "BUILTIN_PLUGINS",
     "DISABLE_PLUGINS_ENV",
     "NAME",
     "AssignmentSpec",

@@ -10,7 +10,6 @@ from typing import final
 
 import pluggy
 
-from coordinator_api._plugins import _manager
 from coordinator_api._plugins._errors import (
     DISABLE_PLUGINS_ENV,
     DuplicateRegistrationError,
@@ -42,12 +41,13 @@ class PluginInfo:
     registers: tuple[str, ...]
 
 
+BUILTIN_DISTRIBUTION = "coordinator-api"
+"""The distribution whose plugins are the built-in ones."""
+
+
 def describe_plugins(plugin_manager: pluggy.PluginManager, registry: PluginRegistry) -> list[PluginInfo]:
     """The registered plugins (sorted by name) followed by the blocked ones."""
-    builtins = {name for name, _ in _manager.BUILTIN_PLUGINS}
     origins: dict[str, tuple[str | None, str | None]] = {}
-    for name in builtins:
-        origins[name] = _distribution_of("coordinator-api")
     for plugin, dist in plugin_manager.list_plugin_distinfo():
         plugin_name = plugin_manager.get_name(plugin)
         if plugin_name is not None:
@@ -66,19 +66,12 @@ def describe_plugins(plugin_manager: pluggy.PluginManager, registry: PluginRegis
             name=name,
             distribution=distribution,
             version=version,
-            builtin=name in builtins,
+            builtin=distribution == BUILTIN_DISTRIBUTION,
             blocked=plugin is None,
             registers=() if plugin is None else tuple(registry.registered_by(name)),
         )
         (blocked if plugin is None else registered).append(info)
     return registered + blocked
-
-
-def _distribution_of(name: str) -> tuple[str | None, str | None]:
-    try:
-        return name, importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return name, None
 
 
 def render_plugin_report(plugins: list[PluginInfo]) -> str:

@@ -13,7 +13,7 @@ import importlib.metadata
 import logging
 import os
 from collections.abc import Iterable
-from typing import Final, final
+from typing import final
 
 import pluggy
 
@@ -32,13 +32,6 @@ from coordinator_api._plugins._registry import (
 
 log = logging.getLogger("coordinator_api.plugins")
 
-BUILTIN_PLUGINS: Final[tuple[tuple[str, str], ...]] = ()
-"""The built-in plugins as (plugin name, module) pairs, registered before the entry points.
-
-Each is registered under the name its entry point would have, so listing it in the package's
-``[project.entry-points.coordinator_api]`` table as well is harmless (pluggy skips a name that
-is already registered) and blocking it works the same way as for a third-party plugin."""
-
 
 def disabled_plugins(environ: dict[str, str] | os._Environ[str] | None = None) -> list[str]:
     """The plugin names ``COORDINATOR_API_DISABLE_PLUGINS`` disables (comma-separated)."""
@@ -49,15 +42,16 @@ def disabled_plugins(environ: dict[str, str] | os._Environ[str] | None = None) -
 def get_plugin_manager(
     *, load_entrypoints: bool = True, blocked: Iterable[str] | None = None
 ) -> pluggy.PluginManager:
-    """Build a plugin manager with the hookspecs, the built-in plugins and the installed ones.
+    """Build a plugin manager with the hookspecs and the installed plugins.
 
-    Built-in plugins (:data:`BUILTIN_PLUGINS`) are registered with ``pm.register`` first, then
-    the plugins of the ``coordinator_api`` entry-point group; both go through the same pluggy
-    registration and the same hooks. Names listed in ``COORDINATOR_API_DISABLE_PLUGINS`` and in
-    ``blocked`` are blocked before anything registers, built-ins included.
+    Every plugin is an entry point of the ``coordinator_api`` group, the built-in ones included
+    (coordinator-api's own ``[project.entry-points.coordinator_api]`` table): one path, the same
+    pluggy registration and the same hooks for all. Names listed in
+    ``COORDINATOR_API_DISABLE_PLUGINS`` and in ``blocked`` are blocked before anything
+    registers, built-ins included.
 
-    :param load_entrypoints: load the plugins installed through entry points (False gives a
-        manager with the built-ins only, e.g. for tests that register their own plugins).
+    :param load_entrypoints: load the installed plugins (False gives a manager with none, for
+        tests that register their own plugin objects).
     :param blocked: further plugin names to block.
     :raises PluginLoadError: a plugin could not be imported, or implements a hook that does not
         exist or with arguments the hook does not have.
@@ -66,16 +60,6 @@ def get_plugin_manager(
     pm.add_hookspecs(spec)
     for name in [*disabled_plugins(), *(blocked or ())]:
         pm.set_blocked(name)
-    for name, module_name in BUILTIN_PLUGINS:
-        if pm.is_blocked(name):
-            continue
-        try:
-            module = importlib.import_module(module_name)
-            pm.register(module, name=name)
-        except (ImportError, pluggy.PluginValidationError) as exc:
-            raise PluginLoadError(
-                f"built-in plugin {name!r} ({module_name}) failed to load: {exc}", plugin=name
-            ) from exc
     if load_entrypoints:
         try:
             pm.load_setuptools_entrypoints(NAME)
@@ -115,7 +99,7 @@ class PluginHooks:
 
     mypy checks every call through this class against the hookspecs' signatures, which a bare
     ``pm.hook.<name>(**kwargs)`` call does not. Every hook is called once per plugin, in
-    registration order (built-ins first): registrations are attributed to the plugin that made
+    registration order: registrations are attributed to the plugin that made
     them, and a plugin whose hook raises is named in the error.
     """
 

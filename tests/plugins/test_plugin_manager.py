@@ -16,6 +16,7 @@ from typing import Any
 import pluggy
 import pytest
 from coordinator_consumer._protocol import CLASSIC_PAYLOADS
+from plugin_sites import install_distribution
 
 import coordinator_api._plugins
 from coordinator_api import ClassicPayloads, ConfigurationError, Coordinator, JoinedMember
@@ -34,7 +35,6 @@ from coordinator_api._plugins import (
     PluginRegistry,
     ProtocolRegistry,
     ServerAssignorRegistry,
-    _manager,
     disabled_plugins,
     get_plugin_manager,
     hookimpl,
@@ -45,17 +45,24 @@ _names = itertools.count()
 
 
 @pytest.fixture
-def builtin_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
-    """Adds a built-in plugin (a module written by the test) to BUILTIN_PLUGINS."""
-    monkeypatch.syspath_prepend(str(tmp_path))
+def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str, str], None]]:
+    """Installs a plugin (a module written by the test) with a real entry point, in a
+    distribution of its own on a throwaway sys.path entry, as pip would."""
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(site))
     modules: list[str] = []
 
     def add(name: str, source: str) -> None:
-        module = f"builtin_{name.replace('-', '_')}_{next(_names)}"
-        (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
+        module = f"plugin_{name.replace('-', '_')}_{next(_names)}"
+        install_distribution(
+            site,
+            name=f"test-plugin-{name}",
+            version="1.0",
+            entry_points={NAME: {name: module}},
+            modules={module: textwrap.dedent(source)},
+        )
         importlib.invalidate_caches()
         modules.append(module)
-        monkeypatch.setattr(_manager, "BUILTIN_PLUGINS", (*_manager.BUILTIN_PLUGINS, (name, module)))
 
     yield add
     for module in modules:
@@ -135,10 +142,10 @@ def test_the_typed_wrapper_has_a_method_for_every_hook() -> None:
         assert list(inspect.signature(method).parameters)[1:] == spec_params
 
 
-def test_builtin_plugins_register_through_the_same_path_before_entry_points(
-    builtin_plugin: Callable[[str, str], None],
+def test_a_plugin_installed_with_an_entry_point_registers_and_is_blocked_by_name(
+    installed_plugin: Callable[[str, str], None],
 ) -> None:
-    builtin_plugin(
+    installed_plugin(
         "sample",
         """
         from coordinator_api._plugins import hookimpl
@@ -153,28 +160,28 @@ def test_builtin_plugins_register_through_the_same_path_before_entry_points(
     registry = PluginRegistry.load(pm)
     assert registry.assignors.names("sample") == ["first"]
     assert registry.registered_by("sample") == ["assignor sample/first"]
-    # A built-in is blocked like any plugin.
+    # Blocked by name, as the built-in ones are.
     assert get_plugin_manager(blocked=["sample"]).get_plugin("sample") is None
 
 
 def test_the_disable_variable_is_read_when_the_manager_is_built(
-    monkeypatch: pytest.MonkeyPatch, builtin_plugin: Callable[[str, str], None]
+    monkeypatch: pytest.MonkeyPatch, installed_plugin: Callable[[str, str], None]
 ) -> None:
-    builtin_plugin("sample", "")
+    installed_plugin("sample", "")
     assert disabled_plugins({"COORDINATOR_API_DISABLE_PLUGINS": " one, ,two ,"}) == ["one", "two"]
     assert disabled_plugins({}) == []
     monkeypatch.setenv("COORDINATOR_API_DISABLE_PLUGINS", "sample,other")
-    pm = get_plugin_manager(load_entrypoints=False)
+    pm = get_plugin_manager()
     assert pm.is_blocked("sample") and pm.is_blocked("other")
     assert pm.get_plugin("sample") is None
     monkeypatch.delenv("COORDINATOR_API_DISABLE_PLUGINS")
-    assert get_plugin_manager(load_entrypoints=False).get_plugin("sample") is not None
+    assert get_plugin_manager().get_plugin("sample") is not None
 
 
 def test_a_misspelt_hook_is_reported_when_the_manager_is_built(
-    builtin_plugin: Callable[[str, str], None],
+    installed_plugin: Callable[[str, str], None],
 ) -> None:
-    builtin_plugin(
+    installed_plugin(
         "typo",
         """
         from coordinator_api._plugins import hookimpl
@@ -185,15 +192,15 @@ def test_a_misspelt_hook_is_reported_when_the_manager_is_built(
         """,
     )
     with pytest.raises(PluginLoadError, match="coordinator_api_register_protocol") as caught:
-        get_plugin_manager(load_entrypoints=False)
+        get_plugin_manager()
     assert caught.value.plugin == "typo"
     assert "COORDINATOR_API_DISABLE_PLUGINS=typo" in str(caught.value)
 
 
 def test_a_hook_with_an_argument_the_spec_lacks_is_refused(
-    builtin_plugin: Callable[[str, str], None],
+    installed_plugin: Callable[[str, str], None],
 ) -> None:
-    builtin_plugin(
+    installed_plugin(
         "wrong",
         """
         from coordinator_api._plugins import hookimpl
@@ -204,9 +211,9 @@ def test_a_hook_with_an_argument_the_spec_lacks_is_refused(
         """,
     )
     with pytest.raises(
-        PluginLoadError, match=r"(?s)built-in plugin 'wrong'.*declared in the hookimpl but can not be found"
+        PluginLoadError, match=r"(?s)plugin 'wrong' is invalid.*declared in the hookimpl but can not be found"
     ):
-        get_plugin_manager(load_entrypoints=False)
+        get_plugin_manager()
 
 
 def test_two_plugins_registering_a_protocol_type_fail_naming_both() -> None:
@@ -359,9 +366,9 @@ def test_member_events_only_have_the_documented_kinds() -> None:
 
 
 def test_plugin_commands_join_the_cli(
-    builtin_plugin: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
+    installed_plugin: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    builtin_plugin(
+    installed_plugin(
         "greeter",
         """
         from coordinator_api._plugins import hookimpl
@@ -382,14 +389,15 @@ def test_plugin_commands_join_the_cli(
     assert capsys.readouterr().out == "hello group\n"
     assert run_cli("plugins") == 0
     out = capsys.readouterr().out
-    assert "  greeter  from coordinator-api" in out and "(built-in)" in out
+    assert "  greeter  from test-plugin-greeter 1.0\n" in out  # not built-in
+    assert "  consumer  from coordinator-api" in out and "(built-in)" in out
     assert "    command hello\n" in out
 
 
 def test_a_plugin_command_cannot_take_a_builtin_name(
-    builtin_plugin: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
+    installed_plugin: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    builtin_plugin(
+    installed_plugin(
         "squatter",
         """
         from coordinator_api._plugins import hookimpl
