@@ -19,16 +19,17 @@ from coordinator_api import (
     CoordinatorClosedError,
     GroupError,
     JoinedMember,
+    PluginRegistry,
     decode,
     decode_members,
     encode,
+    installed_plugins,
 )
 from coordinator_leader._election_rule import (
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
     Candidate,
     LeaderAssignment,
-    elect,
 )
 
 log = logging.getLogger("coordinator_leader")
@@ -110,7 +111,7 @@ class _ElectionMember(Coordinator):
         return PROTOCOL_TYPE
 
     def metadata(self) -> list[tuple[str, bytes]]:
-        return [(PROTOCOL_NAME, encode(self._election._candidate()))]
+        return [(self._election.rule, encode(self._election._candidate()))]
 
     def perform_assignment(
         self, leader_id: str, protocol: str, members: list[JoinedMember]
@@ -118,7 +119,7 @@ class _ElectionMember(Coordinator):
         candidates, failed = decode_members(Candidate, members)
         for member_id, error in failed.items():
             log.warning("group %s: member %s sent unreadable metadata: %s", self.group_id, member_id, error)
-        outcome = elect(
+        outcome: LeaderAssignment = self._election._elect(
             candidates,
             self.generation().generation_id,
             preferred_leader=self._election.preferred_leader,
@@ -188,6 +189,12 @@ class LeaderElection:
     :param preferred_leader: move leadership to a newly joined member of higher priority.
     :param on_elected: called with the epoch when this member starts leading.
     :param on_revoked: called when this member stops leading.
+    :param rule: the election rule, by the name a plugin registered it under for protocol type
+        ``leader`` (the built-in ``leader-election``, :func:`elect`); a plugin's rule has
+        :func:`elect`'s signature and returns a :class:`LeaderAssignment`. Every member of a
+        group must use the same rule (it is the group's protocol name).
+    :param plugins: where the rule is looked up (default: the installed plugins,
+        :func:`coordinator_api.installed_plugins`).
     :param options: further :class:`~coordinator_api.Coordinator` settings (``client_id``,
         ``lease_margin_ms``, ``plugin_manager``, security settings, ...).
     """
@@ -207,8 +214,19 @@ class LeaderElection:
         preferred_leader: bool = False,
         on_elected: ElectedCallback | None = None,
         on_revoked: RevokedCallback | None = None,
+        rule: str = PROTOCOL_NAME,
+        plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
+        registry = plugins if plugins is not None else installed_plugins()
+        known = registry.assignors.names(PROTOCOL_TYPE)
+        if rule not in known:
+            raise ConfigurationError(
+                f"group {group_id!r}: unknown election rule {rule!r}; choose one of {', '.join(known)} "
+                f"(or install a plugin that registers it for protocol type {PROTOCOL_TYPE!r})"
+            )
+        self.rule = rule
+        self._elect = registry.assignors.get(PROTOCOL_TYPE, rule)
         if not isinstance(name, str) or not name:
             raise ConfigurationError(f"group {group_id!r}: name must be a non-empty string, got {name!r}")
         if not isinstance(priority, int) or isinstance(priority, bool):

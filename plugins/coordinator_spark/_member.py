@@ -14,11 +14,12 @@ from coordinator_api import (
     ConfigurationError,
     Coordinator,
     JoinedMember,
+    PluginRegistry,
     decode,
     decode_members,
     encode,
+    installed_plugins,
 )
-from coordinator_spark._allocator import allocate
 from coordinator_spark._model import Executor, WorkUnit
 from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE, SlotAssignment, SlotMetadata
 
@@ -52,6 +53,11 @@ class SlotMember(Coordinator):
     :param memory_mb: the executor's memory (0 if unknown).
     :param attempt: the Spark task attempt number.
     :param placement: unit id -> slot name from an earlier run, for stickiness across runs.
+    :param allocator: the allocator, by the name a plugin registered it under for protocol type
+        ``spark-executor`` (the built-in ``weighted-sticky``, :func:`~coordinator_spark.allocate`,
+        whose signature a plugin's allocator has). Every member of a job uses the same one (it
+        is the group's protocol name).
+    :param plugins: where the allocator is looked up (default: the installed plugins).
     :param options: settings of :class:`~coordinator_api.Coordinator`.
     """
 
@@ -68,9 +74,20 @@ class SlotMember(Coordinator):
         memory_mb: int = 0,
         attempt: int = 0,
         placement: Mapping[str, str] | None = None,
+        allocator: str = ALLOCATOR,
+        plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
         super().__init__(group_id, bootstrap_servers, **options)
+        registry = plugins if plugins is not None else installed_plugins()
+        known = registry.assignors.names(PROTOCOL_TYPE)
+        if allocator not in known:
+            raise ConfigurationError(
+                f"group {group_id!r}: unknown allocator {allocator!r}; choose one of {', '.join(known)} "
+                f"(or install a plugin that registers it for protocol type {PROTOCOL_TYPE!r})"
+            )
+        self._allocator_name = allocator
+        self._allocate = registry.assignors.get(PROTOCOL_TYPE, allocator)
         if not topic:
             raise ConfigurationError(f"group {group_id!r}: the job topic must be named")
         self._units = list(units)
@@ -102,7 +119,7 @@ class SlotMember(Coordinator):
                 owned_generation=self._owned_generation,
                 attempt=attempt,
             )
-        return [(ALLOCATOR, encode(meta))]
+        return [(self._allocator_name, encode(meta))]
 
     def perform_assignment(
         self, leader_id: str, protocol: str, members: list[JoinedMember]
@@ -122,7 +139,7 @@ class SlotMember(Coordinator):
             Executor(slots[m], host=meta.host, cores=max(1, meta.cores), memory_mb=max(0, meta.memory_mb))
             for m, meta in decoded.items()
         ]
-        allocation = allocate(executors, remaining, previous)
+        allocation: Mapping[str, Sequence[str]] = self._allocate(executors, remaining, previous)
         index_of = {unit.id: index for index, unit in enumerate(self._units)}
         assignments = {
             m: encode(SlotAssignment(slot=slots[m], units=tuple(index_of[u] for u in allocation[slots[m]])))

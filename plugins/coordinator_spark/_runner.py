@@ -30,11 +30,13 @@ from coordinator_api import (
     CoordinatorConfig,
     EmbeddedCoordinator,
     GroupTimeoutError,
+    installed_plugins,
 )
 from coordinator_spark._collector import CollectorClient, Delivery, ResultCollector
 from coordinator_spark._identity import executor_identity
 from coordinator_spark._member import SlotMember, completed_units
 from coordinator_spark._model import DistributeError, WorkUnit
+from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -246,6 +248,7 @@ def distribute(
     on_progress: Callable[[Progress], None] | None = None,
     progress_interval: float = 5.0,
     timeout: float | None = None,
+    allocator: str = ALLOCATOR,
 ) -> Distribution:
     """Process ``units`` on the Spark cluster, balanced by weight, sticky, surviving executor loss.
 
@@ -278,6 +281,9 @@ def distribute(
     :param progress_interval: seconds between progress reports (also logged at INFO on the
         ``coordinator_spark`` logger).
     :param timeout: give up (cancel the Spark job) after this many seconds; None waits.
+    :param allocator: the allocator, by the name a plugin registered it under for protocol type
+        ``spark-executor`` (default the built-in :func:`allocate`); the plugin must be installed
+        where the executors run.
     :raises ConfigurationError: invalid arguments (the message says which).
     :raises DistributeError: the Spark job failed, or its tasks ended with units undone.
     """
@@ -287,6 +293,12 @@ def distribute(
         raise ConfigurationError(f"distribute needs a SparkSession, got {type(spark).__name__}")
     if not callable(process):
         raise ConfigurationError(f"process must be callable, got {process!r}")
+    known = installed_plugins().assignors.names(PROTOCOL_TYPE)
+    if allocator not in known:
+        raise ConfigurationError(
+            f"unknown allocator {allocator!r}; choose one of {', '.join(known)} (or install a plugin "
+            f"that registers it for protocol type {PROTOCOL_TYPE!r}, on the driver and the executors)"
+        )
     listed = _as_units(units)
     sc = spark.sparkContext
     if slots is None:
@@ -344,6 +356,7 @@ def distribute(
                 "session_timeout_ms": session_timeout_ms,
                 "heartbeat_interval_ms": heartbeat_interval_ms,
                 "rebalance_timeout_ms": int(max_unit_seconds * 1000),
+                "allocator": allocator,
             },
         )
         committed, seconds = _run(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pytest
 from coordinator_leader import (
@@ -33,7 +33,7 @@ from coordinator_api import (
     encode,
     get_plugin_manager,
 )
-from coordinator_api._plugins import PluginRegistry
+from coordinator_api._plugins import AssignorRegistry, PluginRegistry, hookimpl
 
 SESSION_MS = 1200
 
@@ -117,6 +117,60 @@ def test_the_plugin_registers_through_the_entry_points() -> None:
     registry = PluginRegistry.load(get_plugin_manager())
     assert registry.assignors.get("leader", "leader-election") is elect
     assert registry.payload_decoders.get("leader").assignment is describe_leader
+
+
+class LowestNameRule:
+    """A third party's election rule: the eligible candidate with the smallest name leads."""
+
+    @staticmethod
+    @hookimpl
+    def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
+        registry.register("leader", "lowest-name", LowestNameRule.elect)
+
+    @staticmethod
+    def elect(
+        candidates: Mapping[str, Candidate], generation: int, *, preferred_leader: bool = False
+    ) -> LeaderAssignment:
+        member_id, winner = min(
+            ((m, c) for m, c in candidates.items() if c.eligible), key=lambda mc: (mc[1].name, mc[0])
+        )
+        epoch = max([generation, *(c.epoch_seen + 1 for c in candidates.values())])
+        return LeaderAssignment(
+            leader_id=member_id,
+            leader_name=winner.name,
+            leader_address=winner.address,
+            leader_priority=winner.priority,
+            leader_version=winner.version,
+            epoch=epoch,
+        )
+
+
+def test_a_plugins_election_rule_runs_in_place_of_the_built_in_one(server: EmbeddedCoordinator) -> None:
+    """A rule another plugin registers for protocol type ``leader`` is chosen by name and runs
+    exactly as the built-in one does: here the lowest name leads, whatever the priorities."""
+    pm = get_plugin_manager()
+    pm.register(LowestNameRule(), name="lowest-name-plugin")
+    plugins = PluginRegistry.load(pm)
+    with pytest.raises(ConfigurationError, match=r"unknown election rule 'highest-name'.*leader-election"):
+        LeaderElection("svc", server.bootstrap_servers, "x", rule="highest-name", plugins=plugins)
+    elections = [
+        LeaderElection(
+            "third-party-rule",
+            server.bootstrap_servers,
+            name,
+            priority=priority,
+            session_timeout_ms=SESSION_MS,
+            rule="lowest-name",
+            plugins=plugins,
+        ).start()
+        for name, priority in (("node-b", 9), ("node-a", 0), ("node-c", 5))
+    ]
+    try:
+        wait(lambda: len({e.leader() for e in elections}) == 1 and any(e.is_leader() for e in elections))
+        assert [e.name for e in elections if e.is_leader()] == ["node-a"]  # not node-b, priority 9
+    finally:
+        for e in elections:
+            e.close()
 
 
 # --- the fence ----------------------------------------------------------------------------------

@@ -85,6 +85,8 @@ def test_bad_arguments_are_refused_before_anything_starts(spark: Any) -> None:
         distribute(spark, ["a", "a"], str)
     with pytest.raises(ConfigurationError, match="slots must be a positive integer"):
         distribute(spark, ["a"], str, slots=0)
+    with pytest.raises(ConfigurationError, match=r"unknown allocator 'nope'.*weighted-sticky"):
+        distribute(spark, ["a"], str, allocator="nope")
     with pytest.raises(ConfigurationError, match="SparkSession"):
         distribute("spark", ["a"], str)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="three heartbeat intervals"):

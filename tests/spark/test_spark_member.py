@@ -9,11 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 
 import kafka.errors
+import pytest
 from coordinator_spark import (
     ALLOCATOR,
     PROTOCOL_TYPE,
+    Executor,
     SlotAssignment,
     SlotMember,
     SlotMetadata,
@@ -24,7 +27,14 @@ from coordinator_spark import (
 from coordinator_spark._member import completed_units
 from kafka.protocol.consumer.group import OffsetCommitRequest
 
-from coordinator_api import EmbeddedCoordinator, PluginRegistry, encode, get_plugin_manager
+from coordinator_api import (
+    ConfigurationError,
+    EmbeddedCoordinator,
+    PluginRegistry,
+    encode,
+    get_plugin_manager,
+)
+from coordinator_api._plugins import AssignorRegistry, hookimpl
 
 TOPIC = "job-units"
 UNITS = [WorkUnit(f"u{i}", 1.0 + (i % 3)) for i in range(12)]
@@ -233,3 +243,36 @@ def test_groups_command_describes_a_spark_executor_group(fast_config) -> None:
     assert result.returncode == 0, result.stderr
     assert "executor 7 on 127.0.0.1, 1 core(s)" in result.stdout
     assert f"slot 7#0: {len(UNITS)} unit(s)" in result.stdout
+
+
+class AlphabeticalAllocator:
+    """A third party's allocator: every unit to the slot whose name sorts first."""
+
+    @staticmethod
+    @hookimpl
+    def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
+        registry.register(PROTOCOL_TYPE, "first-slot-takes-all", AlphabeticalAllocator.allocate)
+
+    @staticmethod
+    def allocate(
+        executors: Sequence[Executor], units: Sequence[WorkUnit], previous: Mapping[str, str]
+    ) -> dict[str, tuple[str, ...]]:
+        first = min(e.id for e in executors)
+        return {e.id: tuple(u.id for u in units) if e.id == first else () for e in executors}
+
+
+def test_a_plugins_allocator_runs_in_place_of_the_built_in_one(fast_config) -> None:
+    pm = get_plugin_manager()
+    pm.register(AlphabeticalAllocator(), name="alphabetical")
+    plugins = PluginRegistry.load(pm)
+    with EmbeddedCoordinator(topics={TOPIC: len(UNITS)}, config=fast_config) as coordinator:
+        with pytest.raises(ConfigurationError, match=r"unknown allocator 'nope'.*weighted-sticky"):
+            member(coordinator, "0", allocator="nope", plugins=plugins)
+        a, b = (member(coordinator, e, allocator="first-slot-takes-all", plugins=plugins) for e in "12")
+        try:
+            join_all(a, b)
+            assert sorted(i for i, _ in drain(a)) == list(range(len(UNITS)))  # slot "1#0" sorts first
+            assert drain(b) == []
+        finally:
+            a.close()
+            b.close()
