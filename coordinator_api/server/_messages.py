@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field
 
 from coordinator_api._protocol import ErrorCode
+from coordinator_api._types import JoinedMember
 
 
 class GroupState(enum.Enum):
@@ -53,13 +54,6 @@ class JoinGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
-class JoinedMemberMetadata:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
-
-
-@dataclass(frozen=True, kw_only=True)
 class JoinGroupResult:
     error: ErrorCode
     generation_id: int = -1
@@ -67,7 +61,7 @@ class JoinGroupResult:
     protocol_name: str | None = None
     leader: str = ""
     member_id: str = ""
-    members: tuple[JoinedMemberMetadata, ...] = ()
+    members: tuple[JoinedMember, ...] = ()  # the leader's view, as the public API's
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 
 from coordinator_api._plugins._registry import ClassicPayloads, ServerAssignor
 from coordinator_api._protocol import ErrorCode
+from coordinator_api._types import JoinedMember
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups
 from coordinator_api.server._messages import (
@@ -91,7 +92,6 @@ from coordinator_api.server._messages import (
     GroupState,
     Heartbeat,
     HeartbeatResult,
-    JoinedMemberMetadata,
     JoinGroup,
     JoinGroupResult,
     LeaveGroup,
@@ -911,10 +911,10 @@ class GroupCoordinator:
             self._prepare_rebalance(group, now_ms, fx, f"static member {req.group_instance_id} rejoined")
 
     def _join_result(self, group: _Group, member: _Member, *, with_members: bool = True) -> JoinGroupResult:
-        members: tuple[JoinedMemberMetadata, ...] = ()
+        members: tuple[JoinedMember, ...] = ()
         if with_members and member.member_id == group.leader_id:
             members = tuple(
-                JoinedMemberMetadata(
+                JoinedMember(
                     member_id=m.member_id,
                     group_instance_id=m.group_instance_id,
                     metadata=m.metadata_for(group.protocol_name),
