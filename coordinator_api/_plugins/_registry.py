@@ -290,6 +290,21 @@ class AssignorRegistry(_Registry[tuple[str, str], Assignor]):
         """The names of the assignors registered for ``protocol_type``, sorted."""
         return sorted(name for kind, name in self._entries if kind == protocol_type)
 
+    def choose(self, protocol_type: str, name: str, *, group_id: str, what: str = "assignor") -> Assignor:
+        """The assignor a member of ``group_id`` was configured with, checked when it is made.
+
+        :param what: what the protocol type calls its assignor, for the message.
+        :raises ConfigurationError: no plugin registered ``name`` for ``protocol_type``; the
+            message lists the names that are registered.
+        """
+        known = self.names(protocol_type)
+        if name not in known:
+            raise ConfigurationError(
+                f"group {group_id!r}: unknown {what} {name!r}; choose one of {', '.join(known)} "
+                f"(or install a plugin that registers it for protocol type {protocol_type!r})"
+            )
+        return self.get(protocol_type, name)
+
 
 @final
 class ServerAssignorRegistry(_Registry[tuple[str, str], ServerAssignor]):

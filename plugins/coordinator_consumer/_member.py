@@ -120,12 +120,7 @@ class ConsumerGroupMember(Coordinator):
         self._remote_assignor = remote_assignor
         self._topic_names: dict[bytes, str] = {}  # topic id -> name, for the incremental protocol
         self._plugins = plugins if plugins is not None else installed_plugins()
-        known = self._plugins.assignors.names(PROTOCOL_TYPE)
-        if assignor not in known:
-            raise ConfigurationError(
-                f"group {group_id!r}: unknown assignor {assignor!r}; choose one of {', '.join(known)} "
-                "(or install a plugin that registers it for protocol type 'consumer')"
-            )
+        self._plugins.assignors.choose(PROTOCOL_TYPE, assignor, group_id=group_id)
         self._topics = frozenset(topics or ())
         self._pattern = re.compile(pattern) if pattern is not None else None
         self._assignor_name = assignor

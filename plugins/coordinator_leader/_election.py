@@ -219,14 +219,8 @@ class LeaderElection:
         **options: Any,
     ) -> None:
         registry = plugins if plugins is not None else installed_plugins()
-        known = registry.assignors.names(PROTOCOL_TYPE)
-        if rule not in known:
-            raise ConfigurationError(
-                f"group {group_id!r}: unknown election rule {rule!r}; choose one of {', '.join(known)} "
-                f"(or install a plugin that registers it for protocol type {PROTOCOL_TYPE!r})"
-            )
+        self._elect = registry.assignors.choose(PROTOCOL_TYPE, rule, group_id=group_id, what="election rule")
         self.rule = rule
-        self._elect = registry.assignors.get(PROTOCOL_TYPE, rule)
         if not isinstance(name, str) or not name:
             raise ConfigurationError(f"group {group_id!r}: name must be a non-empty string, got {name!r}")
         if not isinstance(priority, int) or isinstance(priority, bool):

@@ -80,14 +80,10 @@ class SlotMember(Coordinator):
     ) -> None:
         super().__init__(group_id, bootstrap_servers, **options)
         registry = plugins if plugins is not None else installed_plugins()
-        known = registry.assignors.names(PROTOCOL_TYPE)
-        if allocator not in known:
-            raise ConfigurationError(
-                f"group {group_id!r}: unknown allocator {allocator!r}; choose one of {', '.join(known)} "
-                f"(or install a plugin that registers it for protocol type {PROTOCOL_TYPE!r})"
-            )
+        self._allocate = registry.assignors.choose(
+            PROTOCOL_TYPE, allocator, group_id=group_id, what="allocator"
+        )
         self._allocator_name = allocator
-        self._allocate = registry.assignors.get(PROTOCOL_TYPE, allocator)
         if not topic:
             raise ConfigurationError(f"group {group_id!r}: the job topic must be named")
         self._units = list(units)

@@ -293,12 +293,8 @@ def distribute(
         raise ConfigurationError(f"distribute needs a SparkSession, got {type(spark).__name__}")
     if not callable(process):
         raise ConfigurationError(f"process must be callable, got {process!r}")
-    known = installed_plugins().assignors.names(PROTOCOL_TYPE)
-    if allocator not in known:
-        raise ConfigurationError(
-            f"unknown allocator {allocator!r}; choose one of {', '.join(known)} (or install a plugin "
-            f"that registers it for protocol type {PROTOCOL_TYPE!r}, on the driver and the executors)"
-        )
+    group_id = f"spark-{uuid.uuid4().hex[:16]}"
+    installed_plugins().assignors.choose(PROTOCOL_TYPE, allocator, group_id=group_id, what="allocator")
     listed = _as_units(units)
     sc = spark.sparkContext
     if slots is None:
@@ -323,7 +319,6 @@ def distribute(
     if not listed:
         return _output(spark, listed, {}, [], 0.0, result_type)
 
-    group_id = f"spark-{uuid.uuid4().hex[:16]}"
     topic = f"{group_id}-units"
     driver_host = sc.getConf().get("spark.driver.host", "127.0.0.1")
     embedded: EmbeddedCoordinator | None = None

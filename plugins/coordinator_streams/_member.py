@@ -109,13 +109,7 @@ class StreamsGroupMember(Coordinator):
     ) -> None:
         super().__init__(group_id, bootstrap_servers, **options)
         self._plugins = plugins if plugins is not None else installed_plugins()
-        known = self._plugins.assignors.names(PROTOCOL_TYPE)
-        if assignor not in known:
-            raise ConfigurationError(
-                f"group {group_id!r}: unknown streams assignor {assignor!r}; choose one of "
-                + ", ".join(known)
-                + " (or install a plugin that registers it for protocol type 'streams')"
-            )
+        self._plugins.assignors.choose(PROTOCOL_TYPE, assignor, group_id=group_id, what="streams assignor")
         if not isinstance(process_id, str) or not process_id:
             raise ConfigurationError(f"group {group_id!r}: process_id must be a non-empty string")
         if type(capacity) is not int or capacity < 1:
