@@ -28,6 +28,7 @@ from coordinator_spark._payloads import (
     PROTOCOL_TYPE,
     SlotAssignment,
     SlotMetadata,
+    UnitDone,
     describe_assignment,
     describe_metadata,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "ExecutorIdentity",
     "Progress",
     "SlotAssignment",
+    "UnitDone",
     "SlotMember",
     "SlotMetadata",
     "WorkUnit",

@@ -3,7 +3,6 @@ allocation and records each completion as a generation-fenced offset commit."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -21,7 +20,7 @@ from coordinator_api import (
     installed_plugins,
 )
 from coordinator_spark._model import Executor, WorkUnit
-from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE, SlotAssignment, SlotMetadata
+from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE, SlotAssignment, SlotMetadata, UnitDone
 
 __all__ = ["DONE_OFFSET", "SlotMember", "completed_units"]
 
@@ -184,9 +183,9 @@ class SlotMember(Coordinator):
                 return None
             return self._queue.popleft(), self._acting_generation
 
-    def complete(self, index: int, generation: int, record: Mapping[str, Any]) -> bool:
+    def complete(self, index: int, generation: int, record: UnitDone) -> bool:
         """Record unit ``index`` as done, fenced by ``generation``; ``record`` goes into the
-        commit's metadata (as JSON).
+        commit's metadata.
 
         :returns: True if the coordinator accepted it; False if it refused (this member's
             generation has passed: the unit may be someone else's now), after which the member
@@ -197,7 +196,7 @@ class SlotMember(Coordinator):
         if current != generation:
             return False  # revoked or lost since the unit was taken: do not even try
         try:
-            self.commit_offsets({(self._topic, index): (DONE_OFFSET, json.dumps(record, sort_keys=True))})
+            self.commit_offsets({(self._topic, index): (DONE_OFFSET, record.as_commit_metadata())})
         except CommitFailedError:
             with self._lock:
                 self._queue.clear()

@@ -3,9 +3,11 @@ docs/payloads.md), and their descriptions for ``coordinator-api groups``."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 
-from coordinator_api import decode, payload
+from coordinator_api import PayloadError, decode, encode, payload
 
 __all__ = [
     "ALLOCATOR",
@@ -60,6 +62,36 @@ class SlotAssignment:
 
     slot: str
     units: tuple[int, ...]
+
+
+@payload(version=1)
+@dataclass(frozen=True)
+class UnitDone:
+    """What a member records when it completes a unit: the metadata of the unit's commit, which
+    the driver reads when the job ends.
+
+    :ivar token: the token the driver's result collector gave the unit's result.
+    :ivar slot: the slot that completed it.
+    """
+
+    token: int
+    slot: str
+
+    def as_commit_metadata(self) -> str:
+        """The versioned payload as text (Kafka's offset metadata is a string): base64."""
+        return base64.b64encode(encode(self)).decode("ascii")
+
+    @classmethod
+    def from_commit_metadata(cls, text: str) -> UnitDone:
+        """Read a unit's commit metadata back.
+
+        :raises PayloadError: the text is not a completion record.
+        """
+        try:
+            data = base64.b64decode(text.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error) as exc:
+            raise PayloadError(f"a unit's commit metadata is not a completion record: {text[:64]!r}") from exc
+        return decode(cls, data)
 
 
 def _indices(units: tuple[int, ...]) -> str:

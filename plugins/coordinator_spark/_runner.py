@@ -10,7 +10,6 @@ and builds the output from the commits: one row per unit, the delivery the commi
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import threading
@@ -36,7 +35,7 @@ from coordinator_spark._collector import CollectorClient, Delivery, ResultCollec
 from coordinator_spark._identity import executor_identity
 from coordinator_spark._member import SlotMember, completed_units
 from coordinator_spark._model import DistributeError, WorkUnit
-from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE
+from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE, UnitDone
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -219,7 +218,7 @@ class _SlotTask:
                 member_id=member.member_id,
                 generation=generation,
             )
-            if member.complete(index, generation, {"token": token, "slot": slot}):
+            if member.complete(index, generation, UnitDone(token=token, slot=slot)):
                 done += 1
 
 
@@ -458,7 +457,7 @@ def _output(
     by_token = {d.token: d for d in deliveries}
     completions = []
     for index, unit in enumerate(units):
-        token = json.loads(committed[index])["token"]
+        token = UnitDone.from_commit_metadata(committed[index]).token
         delivery = by_token[token]
         completions.append(
             Completion(

@@ -4,7 +4,6 @@ plugin's registration, and `coordinator-api groups` describing a spark-executor 
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
@@ -20,6 +19,7 @@ from coordinator_spark import (
     SlotAssignment,
     SlotMember,
     SlotMetadata,
+    UnitDone,
     WorkUnit,
     allocate,
     executor_identity,
@@ -122,9 +122,9 @@ def test_members_split_the_units_and_a_dead_members_units_move(fast_config) -> N
 
             # a completes its first unit: accepted, and the leader will not hand it out again.
             first, generation = taken_a[0]
-            assert a.complete(first, generation, {"token": 0, "slot": a.slot})
+            assert a.complete(first, generation, UnitDone(token=0, slot=a.slot))
             done = completed_units(a.committed_offsets(), TOPIC)
-            assert json.loads(done[first]) == {"slot": a.slot, "token": 0}
+            assert UnitDone.from_commit_metadata(done[first]) == UnitDone(token=0, slot=a.slot)
 
             # b's process vanishes without leaving (as with SIGKILL): no more heartbeats, so
             # its session expires and a takes over everything that is not done.
@@ -151,7 +151,7 @@ def test_an_executor_that_joins_mid_job_takes_a_share_of_what_is_left(fast_confi
             for _ in range(3):  # a alone works through three units
                 work = a.next_unit()
                 assert work is not None
-                assert a.complete(work[0], work[1], {"slot": a.slot})
+                assert a.complete(work[0], work[1], UnitDone(token=work[0], slot=a.slot))
                 done.append(work[0])
             b = member(coordinator, "2")
             join_all(a, b)  # b joins mid-job: a rebalance splits what is not done
@@ -185,7 +185,7 @@ def test_a_commit_with_a_passed_generation_is_refused_by_the_coordinator(fast_co
             joining.join()
             # complete() refuses on its own, and the coordinator refuses a raw commit with the
             # old generation: fencing does not rest on the member's honesty.
-            assert not a.complete(index, generation, {"token": 1, "slot": "x"})
+            assert not a.complete(index, generation, UnitDone(token=1, slot="x"))
             part = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
             response = a.send_request(
                 OffsetCommitRequest(
