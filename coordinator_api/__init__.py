@@ -5,6 +5,7 @@ protocol; run :class:`EmbeddedCoordinator` to coordinate groups on one machine w
 """
 
 from coordinator_api._aio import AsyncCoordinator
+from coordinator_api._claims import trusted_claims
 from coordinator_api._coordinator import Coordinator
 from coordinator_api._errors import (
     CallbackError,
@@ -85,6 +86,7 @@ __all__ = [
     "get_plugin_manager",
     "hookimpl",
     "installed_plugins",
+    "trusted_claims",
     "payload",
     "peek_version",
     "since",

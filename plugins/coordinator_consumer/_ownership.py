@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final, final
 
+from coordinator_api import trusted_claims
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
 
 #: The generation of a member that has none to report: a v0/v1 subscription, or a member that
@@ -125,12 +126,7 @@ def owned_partitions(subscriptions: Sequence[Subscription]) -> dict[str, frozens
     {'a': frozenset()}
     """
     subscriptions_by_member(subscriptions)  # rejects duplicate member ids
-    # The common case, where no partition is claimed twice, costs one hash per claim.
-    claims = [frozenset(s.owned) for s in subscriptions]
-    claimed: set[TopicPartition] = set()
-    claimed.update(*claims)  # merges the frozensets' stored hashes: no __hash__ calls
-    if len(claimed) != sum(map(len, claims)):
-        claims = _settle_conflicts(subscriptions, claims)
+    claims = trusted_claims([(s.generation, s.owned) for s in subscriptions])
     trusted: dict[str, frozenset[TopicPartition]] = {}
     for subscription, claim in zip(subscriptions, claims, strict=True):
         topics = subscription.topics
@@ -139,26 +135,6 @@ def owned_partitions(subscriptions: Sequence[Subscription]) -> dict[str, frozens
         else:
             trusted[subscription.member_id] = claim
     return trusted
-
-
-def _settle_conflicts(
-    subscriptions: Sequence[Subscription], claims: list[frozenset[TopicPartition]]
-) -> list[frozenset[TopicPartition]]:
-    """Each member's claims that survive the highest-generation rule (index-aligned with claims)."""
-    best: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (generation, claimant or -1)
-    for index, (subscription, mine) in enumerate(zip(subscriptions, claims, strict=True)):
-        generation = subscription.generation
-        for tp in mine:
-            current = best.get(tp)
-            if current is None or generation > current[0]:
-                best[tp] = (generation, index)
-            elif generation == current[0]:
-                best[tp] = (generation, -1)
-    settled: list[set[TopicPartition]] = [set() for _ in claims]
-    for tp, (_, index) in best.items():
-        if index >= 0:
-            settled[index].add(tp)
-    return [frozenset(s) for s in settled]
 
 
 def validate_assignment(

@@ -18,6 +18,7 @@ from coordinator_api import (
     decode_members,
     encode,
     installed_plugins,
+    trusted_claims,
 )
 from coordinator_spark._model import Executor, WorkUnit
 from coordinator_spark._payloads import ALLOCATOR, PROTOCOL_TYPE, SlotAssignment, SlotMetadata, UnitDone
@@ -123,12 +124,17 @@ class SlotMember(Coordinator):
         done = completed_units(self.committed_offsets(), self._topic)
         slots = name_slots(decoded)
         previous = dict(self._placement)
-        # Newest claims last, so that they win: a zombie's stale claim never beats its successor's.
-        for member_id, meta in sorted(decoded.items(), key=lambda kv: (kv[1].owned_generation, kv[0])):
-            if meta.owned_generation >= 0:
-                for index in meta.owned:
-                    if 0 <= index < len(self._units):
-                        previous[self._units[index].id] = slots[member_id]
+        # The newest claim wins: a zombie's stale claim never beats its successor's.
+        claims = trusted_claims(
+            [
+                (meta.owned_generation, meta.owned if meta.owned_generation >= 0 else ())
+                for meta in decoded.values()
+            ]
+        )
+        for member_id, owned in zip(decoded, claims, strict=True):
+            for index in owned:
+                if 0 <= index < len(self._units):
+                    previous[self._units[index].id] = slots[member_id]
         remaining = [unit for index, unit in enumerate(self._units) if index not in done]
         executors = [
             Executor(slots[m], host=meta.host, cores=max(1, meta.cores), memory_mb=max(0, meta.memory_mb))

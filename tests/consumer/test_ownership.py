@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.protocol.consumer import ConsumerProtocolAssignment
 
+from coordinator_api import _claims
+
 T0P0 = TopicPartition("t0", 0)
 T0P1 = TopicPartition("t0", 1)
 T1P0 = TopicPartition("t1", 0)
@@ -37,6 +39,8 @@ def member(
 def test_the_docstring_examples_hold() -> None:
     failures, tried = doctest.testmod(_ownership)
     assert tried >= 8 and failures == 0
+    failures, tried = doctest.testmod(_claims)  # the rule itself, shared with the spark plugin
+    assert tried >= 2 and failures == 0
 
 
 # --- owned_partitions -------------------------------------------------------------------------
