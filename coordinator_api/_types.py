@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import final
 
-UNKNOWN_MEMBER_ID = ""
+NO_MEMBER_ID = ""
 NO_GENERATION_ID = -1
 
 
@@ -27,10 +27,10 @@ class Generation:
 
     def has_member_id(self) -> bool:
         """True once the coordinator has given this member an id."""
-        return self.member_id != UNKNOWN_MEMBER_ID
+        return self.member_id != NO_MEMBER_ID
 
 
-NO_GENERATION = Generation(NO_GENERATION_ID, UNKNOWN_MEMBER_ID, None)
+NO_GENERATION = Generation(NO_GENERATION_ID, NO_MEMBER_ID, None)
 
 
 @final

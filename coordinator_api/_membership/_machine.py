@@ -46,8 +46,7 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from coordinator_api._protocol import ErrorCode, error_name
-from coordinator_api._types import NO_GENERATION_ID, Generation, JoinedMember
-from coordinator_api._types import UNKNOWN_MEMBER_ID as NO_MEMBER_ID
+from coordinator_api._types import NO_GENERATION_ID, NO_MEMBER_ID, Generation, JoinedMember
 
 _COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
