@@ -17,7 +17,7 @@ See docs/spark.md for the guide.
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, hookimpl
+from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, ProtocolRegistry, hookimpl
 from coordinator_spark._allocator import allocate
 from coordinator_spark._collector import Delivery
 from coordinator_spark._identity import ExecutorIdentity, executor_identity
@@ -33,6 +33,11 @@ from coordinator_spark._payloads import (
     describe_metadata,
 )
 from coordinator_spark._runner import Completion, Distribution, Progress, distribute
+
+
+@hookimpl
+def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, SlotMember)
 
 
 @hookimpl

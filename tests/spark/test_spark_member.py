@@ -88,8 +88,9 @@ def drain(m: SlotMember) -> list[tuple[int, int]]:
     return taken
 
 
-def test_the_plugin_registers_its_allocator_and_payload_decoders() -> None:
+def test_the_plugin_registers_its_protocol_allocator_and_payload_decoders() -> None:
     registry = PluginRegistry.load(get_plugin_manager())
+    assert registry.protocols.get(PROTOCOL_TYPE) is SlotMember
     assert registry.assignors.get(PROTOCOL_TYPE, ALLOCATOR) is allocate
     decoders = registry.payload_decoders
     meta = encode(SlotMetadata("3", "host-a", 2, 4096, "3#0", (4, 9), 5, 0))
