@@ -17,9 +17,15 @@ See docs/leader.md for the guide.
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, decode, hookimpl
+from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, ProtocolRegistry, decode, hookimpl
 from coordinator_leader._aio import AsyncLeaderElection
-from coordinator_leader._election import LeaderElection, LeaderInfo, Leadership, NotLeaderError
+from coordinator_leader._election import (
+    LeaderElection,
+    LeaderInfo,
+    Leadership,
+    NotLeaderError,
+    election_member,
+)
 from coordinator_leader._election_rule import (
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
@@ -52,6 +58,11 @@ def describe_leader(protocol: str, data: bytes) -> str:
 
 
 @hookimpl
+def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, election_member)
+
+
+@hookimpl
 def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
     registry.register(PROTOCOL_TYPE, PROTOCOL_NAME, elect)
 
@@ -76,5 +87,6 @@ __all__ = [
     "describe_candidate",
     "describe_leader",
     "elect",
+    "election_member",
     "rank",
 ]

@@ -107,6 +107,11 @@ class _ElectionMember(Coordinator):
         super().__init__(*args, **kwargs)
         self._election = election
 
+    @property
+    def election(self) -> LeaderElection:
+        """The election this member runs (``is_leader``, ``leader``, ``epoch``, ...)."""
+        return self._election
+
     def protocol_type(self) -> str:
         return PROTOCOL_TYPE
 
@@ -481,3 +486,11 @@ class LeaderElection:
                     self._error = exc
                     self._lock.notify_all()
                 self._closing.wait(1.0)
+
+
+def election_member(group_id: str, bootstrap_servers: str | list[str], **options: Any) -> Coordinator:
+    """The group member of a new :class:`LeaderElection`, for code that makes members by
+    protocol type (``installed_plugins().protocols.create("leader", group_id, bootstrap,
+    name="node-1")``): polling it runs the election, and its ``election`` is the
+    :class:`LeaderElection` (``name`` and every other argument are that class's)."""
+    return LeaderElection(group_id, bootstrap_servers, **options)._member

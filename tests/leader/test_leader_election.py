@@ -20,6 +20,7 @@ from coordinator_leader import (
     describe_candidate,
     describe_leader,
     elect,
+    election_member,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,6 +116,7 @@ def test_payloads_round_trip_and_describe() -> None:
 
 def test_the_plugin_registers_through_the_entry_points() -> None:
     registry = PluginRegistry.load(get_plugin_manager())
+    assert registry.protocols.get("leader") is election_member
     assert registry.assignors.get("leader", "leader-election") is elect
     assert registry.payload_decoders.get("leader").assignment is describe_leader
 
@@ -369,3 +371,18 @@ def test_asyncio_election(server: EmbeddedCoordinator) -> None:
         return seen
 
     assert asyncio.run(main())[0].startswith("elected ")
+
+
+def test_a_member_made_by_protocol_type_runs_an_election(server: EmbeddedCoordinator) -> None:
+    """Code that makes members by protocol type gets the election's group member: polling it
+    runs the election."""
+    plugins = PluginRegistry.load(get_plugin_manager())
+    member = plugins.protocols.create("leader", "by-type", server.bootstrap_servers, name="solo")
+    try:
+        assert member.protocol_type() == "leader"
+        member.ensure_active_group(30)
+        election = member.election  # type: ignore[attr-defined]
+        wait(lambda: member.poll(0.05) is None and election.is_leader())
+        assert election.leader() == "solo" and election.epoch() >= 1
+    finally:
+        member.close(timeout=5)
