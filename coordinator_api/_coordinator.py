@@ -386,12 +386,6 @@ class Coordinator(abc.ABC):
 
     # --- internals ---------------------------------------------------------------------------------
 
-    @property
-    def _driver(self) -> MembershipSession | None:
-        # tests/spark/test_spark_member.py closes a member's session this way to make it vanish
-        # as a killed process would (no LeaveGroup); kept until that test uses `_session`.
-        return self._session
-
     def _start(self) -> MembershipSession:
         if self._closed:
             raise CoordinatorClosedError(
