@@ -79,7 +79,8 @@ def test_the_disable_variable_blocks_it_by_name(roundrobin_site: Path) -> None:
     report = probe(env)
     assert "roundrobin" not in report["plugins"]
     assert report["blocked"] == ["not-installed", "roundrobin"]
-    assert report["protocol_types"] == ["consumer", "leader", "spark-executor", "streams"]  # the built-ins' only
+    # The built-ins' protocol types only:
+    assert report["protocol_types"] == ["consumer", "leader", "spark-executor", "streams"]
     assert "no plugin registers protocol type 'roundrobin-shards'" in report["lookup_error"]
     assert report["plugin_modules_imported_by_the_framework"] == []
 
