@@ -150,6 +150,11 @@ class _Member:
     classic_deadline: int | None = None
 
 
+def _subscription_of(member: _Member) -> tuple[object, ...]:
+    """What, of a member, the assignment depends on: a change means a new group epoch."""
+    return (member.topics, member.regex, member.rack_id, member.server_assignor)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClassicMembership:
     """What a member that speaks the classic protocol in a consumer group joined with."""
@@ -479,7 +484,9 @@ class ConsumerGroups:
         old, joined = self._member_for(group, req, member_id, owned, events)
         self._groups[group.group_id] = group  # a new group exists once it has a member
 
-        updated = replace(old)
+        # The member is updated in place (a plain heartbeat changes nothing but its session);
+        # what it subscribed to and what it had are kept to see what changed.
+        updated, before, assigned_before = old, _subscription_of(old), old.assigned
         if req.instance_id is not None:
             updated.instance_id = req.instance_id
         if req.rack_id is not None:
@@ -494,7 +501,7 @@ class ConsumerGroups:
             updated.regex = req.subscribed_topic_regex or None
         updated.client_id, updated.client_host = req.client_id, req.client_host
         updated.classic = updated.classic_deadline = None  # it speaks this protocol now
-        self._update(group, old, updated, joined, owned, now_ms, events)
+        self._update(group, before, updated, joined, owned, now_ms, events)
         updated.session_deadline = now_ms + self._session_timeout_ms
         self._schedule(updated.session_deadline, group.group_id, member_id)
 
@@ -503,30 +510,25 @@ class ConsumerGroups:
             and req.subscribed_topic_names is not None
             and req.owned is not None
         )
-        changed = updated.assigned != old.assigned or joined
+        changed = updated.assigned != assigned_before or joined
         return self._answer(updated, full=full, changed=changed)
 
     def _update(
         self,
         group: _Group,
-        old: _Member,
+        before: tuple[object, ...],
         updated: _Member,
         joined: bool,
         owned: frozenset[TopicPartition] | None,
         now_ms: int,
         events: list[MembershipEvent],
     ) -> None:
-        """Put ``updated`` (the member as its request says, ``old`` before it) in the group: a
-        new group epoch if the group changed, a new target if needed, and the member
-        reconciled towards it."""
+        """Put ``updated`` (the member as its request says; ``before``, what it subscribed to
+        before it) in the group: a new group epoch if the group changed, a new target if
+        needed, and the member reconciled towards it."""
         member_id = updated.member_id
         bump = group.group_epoch == 0 or joined
-        bump |= (updated.topics, updated.regex, updated.rack_id, updated.server_assignor) != (
-            old.topics,
-            old.regex,
-            old.rack_id,
-            old.server_assignor,
-        )
+        bump |= _subscription_of(updated) != before
         group.members[member_id] = updated
         if updated.instance_id is not None:
             group.static[updated.instance_id] = member_id
@@ -836,7 +838,7 @@ class ConsumerGroups:
             client_host=req.client_host,
             classic=ClassicMembership(session_timeout_ms=req.session_timeout_ms, protocols=req.protocols),
         )
-        self._update(group, old, updated, joined, owned, now_ms, events)
+        self._update(group, _subscription_of(old), updated, joined, owned, now_ms, events)
         # It must sync within its rebalance timeout, and heartbeat within its session.
         updated.classic_deadline = now_ms + req.rebalance_timeout_ms
         self._schedule(updated.classic_deadline, group.group_id, member_id)

@@ -141,6 +141,7 @@ class OffsetCommit:
     member_id: str
     group_instance_id: str | None
     offsets: tuple[CommittedOffset, ...]
+    version: int = 9  # the request's api version (what an unknown group answers depends on it)
 
 
 @dataclass(frozen=True, kw_only=True)

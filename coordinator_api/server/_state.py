@@ -719,7 +719,7 @@ class GroupCoordinator:
         cfg = self._config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
-        if req.rebalance_timeout_ms <= 0:
+        if req.rebalance_timeout_ms < 0:  # 0 is Kafka's too: the rebalance ends on its timer at once
             return fail(ErrorCode.INVALID_REQUEST)
         if self._is_consumer_group(req.group_id):
             result, events = self._consumer_groups.classic_join(req, now_ms)
@@ -1038,21 +1038,23 @@ class GroupCoordinator:
                     ref,
                     SyncGroupResult(
                         error=error,
-                        protocol_type=group.protocol_type if group else None,
-                        protocol_name=group.protocol_name if group else None,
+                        # Kafka names the protocol only in a successful answer.
+                        protocol_type=group.protocol_type if group and not error else None,
+                        protocol_name=group.protocol_name if group and not error else None,
                         assignment=assignment,
                     ),
                 )
             )
 
         group = self._groups.get(req.group_id)
+        if not req.group_id:
+            return reply(ErrorCode.INVALID_GROUP_ID)
         if group is None:
             return reply(ErrorCode.UNKNOWN_MEMBER_ID)
-        if self._is_fenced(group, req.group_instance_id, req.member_id):
-            return reply(ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(req.member_id)
-        if member is None:
-            return reply(ErrorCode.UNKNOWN_MEMBER_ID)
+        known = self._validate_member(group, req.member_id, req.group_instance_id)
+        if known is not ErrorCode.NONE:
+            return reply(known)
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return reply(ErrorCode.ILLEGAL_GENERATION)
         if (req.protocol_type is not None and req.protocol_type != group.protocol_type) or (
@@ -1097,14 +1099,15 @@ class GroupCoordinator:
     # --- Heartbeat ---------------------------------------------------------------------------
 
     def _heartbeat(self, req: Heartbeat, now_ms: int) -> HeartbeatResult:
+        if not req.group_id:
+            return HeartbeatResult(error=ErrorCode.INVALID_GROUP_ID)
         group = self._groups.get(req.group_id)
         if group is None:
             return HeartbeatResult(error=ErrorCode.UNKNOWN_MEMBER_ID)
-        if self._is_fenced(group, req.group_instance_id, req.member_id):
-            return HeartbeatResult(error=ErrorCode.FENCED_INSTANCE_ID)
-        member = group.members.get(req.member_id)
-        if member is None:
-            return HeartbeatResult(error=ErrorCode.UNKNOWN_MEMBER_ID)
+        known = self._validate_member(group, req.member_id, req.group_instance_id)
+        if known is not ErrorCode.NONE:
+            return HeartbeatResult(error=known)
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return HeartbeatResult(error=ErrorCode.ILLEGAL_GENERATION)
         self._touch(member, now_ms)
@@ -1149,6 +1152,8 @@ class GroupCoordinator:
     def _leave_group(self, req: LeaveGroup, now_ms: int, fx: Effects) -> LeaveGroupResult:
         group = self._groups.get(req.group_id)
         if group is None:
+            # As Kafka's GroupCoordinatorService.leaveGroup answers it: each member
+            # UNKNOWN_MEMBER_ID, the request itself NONE (v0-2 carry the first member's error).
             return LeaveGroupResult(
                 error=ErrorCode.NONE,
                 members=tuple(
@@ -1228,6 +1233,18 @@ class GroupCoordinator:
         else:
             self._try_complete_join(group, now_ms, fx)
 
+    def _validate_member(self, group: _Group, member_id: str, instance: str | None) -> ErrorCode:
+        """Kafka's ClassicGroup.validateMember, for SyncGroup, Heartbeat and OffsetCommit: an
+        instance id the group does not know, or a member id it does not know, is
+        UNKNOWN_MEMBER_ID; an instance id another member id holds is FENCED_INSTANCE_ID."""
+        if instance is not None:
+            holder = group.static_members.get(instance)
+            if holder is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if holder != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.NONE if member_id in group.members else ErrorCode.UNKNOWN_MEMBER_ID
+
     def _is_fenced(self, group: _Group, instance: str | None, member_id: str) -> bool:
         if instance is None:
             return False
@@ -1264,16 +1281,19 @@ class GroupCoordinator:
                 group = self._groups[req.group_id] = _Group(req.group_id)
         elif group is None:
             if req.generation_id >= 0:
-                return all_fail(ErrorCode.ILLEGAL_GENERATION)
+                # Kafka's OffsetMetadataManager.validateOffsetCommit: GROUP_ID_NOT_FOUND from
+                # version 9, ILLEGAL_GENERATION before (for older clients).
+                return all_fail(
+                    ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
+                )
             group = self._groups[req.group_id] = _Group(req.group_id)
         if req.group_id not in self._consumer_groups and not (
             req.generation_id < 0 and group.state is GroupState.EMPTY
         ):
-            if self._is_fenced(group, req.group_instance_id, req.member_id):
-                return all_fail(ErrorCode.FENCED_INSTANCE_ID)
-            member = group.members.get(req.member_id)
-            if member is None:
-                return all_fail(ErrorCode.UNKNOWN_MEMBER_ID)
+            known = self._validate_member(group, req.member_id, req.group_instance_id)
+            if known is not ErrorCode.NONE:
+                return all_fail(known)
+            member = group.members[req.member_id]
             if req.generation_id != group.generation_id:
                 return all_fail(ErrorCode.ILLEGAL_GENERATION)
             if group.state is GroupState.COMPLETING_REBALANCE:

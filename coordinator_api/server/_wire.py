@@ -404,6 +404,7 @@ def _offset_commit(v: int, message: Any, client_host: str) -> Request:
         generation_id=message.generation_id_or_member_epoch,
         member_id=message.member_id,
         group_instance_id=message.group_instance_id if v >= 7 else None,
+        version=v,
         offsets=tuple(
             CommittedOffset(
                 topic=t.name,

@@ -260,6 +260,7 @@ class Driver:
         *,
         group: str = GROUP,
         instance: str | None = None,
+        version: int = 9,
     ) -> dict[tuple[str, int], ErrorCode]:
         if isinstance(offsets, Mapping):
             committed = tuple(
@@ -274,6 +275,7 @@ class Driver:
                 member_id=member_id,
                 group_instance_id=instance,
                 offsets=committed,
+                version=version,
             )
         )
         assert isinstance(result, OffsetCommitResult)

@@ -991,8 +991,10 @@ def test_offset_commit_with_generation_minus_one() -> None:
     # A new group only storing offsets (manual assignment).
     assert d.commit("", -1, {("t", 0): 1}, group="simple") == {("t", 0): E.NONE}
     assert d.state("simple") is GroupState.EMPTY
-    # A non-negative generation for a group that does not exist is from an old generation.
-    assert d.commit("x", 3, {("t", 0): 1}, group="missing") == {("t", 0): E.ILLEGAL_GENERATION}
+    # A non-negative generation for a group that does not exist: GROUP_ID_NOT_FOUND from v9,
+    # ILLEGAL_GENERATION before (Kafka's OffsetMetadataManager.validateOffsetCommit).
+    assert d.commit("x", 3, {("t", 0): 1}, group="missing") == {("t", 0): E.GROUP_ID_NOT_FOUND}
+    assert d.commit("x", 3, {("t", 0): 1}, group="missing", version=8) == {("t", 0): E.ILLEGAL_GENERATION}
     assert d.state("missing") is GroupState.DEAD
 
     formed = d.form_group(["a"])
@@ -1697,3 +1699,48 @@ GroupMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 test_group_state_machine = GroupMachine.TestCase
+
+
+# --- conformance with Kafka's ClassicGroup and GroupMetadataManager (issue: the known mismatches)
+
+
+def test_heartbeat_and_sync_with_an_empty_group_id_are_invalid() -> None:
+    d = Driver()
+    d.form_group(["a"])
+    assert d.heartbeat("a", 1, group="") is E.INVALID_GROUP_ID
+    synced = d.sync("a", 1, group="")
+    assert synced is not None and synced.error is E.INVALID_GROUP_ID
+
+
+def test_an_unknown_instance_id_beside_a_known_member_id_is_an_unknown_member() -> None:
+    """ClassicGroup.validateMember: the instance id is checked first, for Heartbeat, SyncGroup
+    and OffsetCommit alike."""
+    d = offsets_driver()
+    formed = d.form_group(["a"])
+    member = formed.ids["a"]
+    assert d.heartbeat(member, formed.generation, instance="nobody") is E.UNKNOWN_MEMBER_ID
+    synced = d.sync(member, formed.generation, instance="nobody")
+    assert synced is not None and synced.error is E.UNKNOWN_MEMBER_ID
+    commit = d.commit(member, formed.generation, {("t", 0): 1}, instance="nobody")
+    assert commit == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert d.heartbeat(member, formed.generation) is E.NONE  # without the instance id: fine
+
+
+def test_a_sync_group_error_names_no_protocol() -> None:
+    d = Driver()
+    formed = d.form_group(["a"])
+    refused = d.sync(formed.ids["a"], formed.generation + 5)
+    assert refused is not None and refused.error is E.ILLEGAL_GENERATION
+    assert (refused.protocol_type, refused.protocol_name) == (None, None)
+    accepted = d.sync(formed.ids["a"], formed.generation)
+    assert accepted is not None and accepted.protocol_type == "consumer" and accepted.protocol_name
+
+
+def test_a_rebalance_timeout_of_zero_is_accepted() -> None:
+    """Kafka checks only the session timeout's bounds: with a rebalance timeout of 0 the
+    rebalance ends on its timer at once."""
+    d = Driver(initial_rebalance_delay_ms=0)
+    ref = d.join_ref(client="zero", rebalance=0, version_requires_known_id=False)
+    d.advance(0)
+    joined = d.reply(ref)
+    assert joined is not None and joined.error is E.NONE and joined.generation_id == 1
