@@ -213,6 +213,9 @@ class _Group:
     join_deadline: int | None = None
     sync_deadline: int | None = None
     in_initial_delay: bool = False
+    # The first rebalance of an Empty group: Kafka ends it on its initial-delay timer, even at
+    # 0 ms, without waiting for members it asked for an id (MEMBER_ID_REQUIRED).
+    initial_rebalance: bool = False
     initial_delay_remaining_ms: int = 0
     new_member_added: bool = False
 
@@ -951,6 +954,7 @@ class GroupCoordinator:
             if member.held_heartbeat is not None:
                 self._answer_held(group, member, ErrorCode.REBALANCE_IN_PROGRESS, now_ms, fx)
         delay = self._config.initial_rebalance_delay_ms
+        group.initial_rebalance = group.state is GroupState.EMPTY
         if group.state is GroupState.EMPTY and delay > 0:
             group.in_initial_delay = True
             group.new_member_added = False
@@ -965,11 +969,13 @@ class GroupCoordinator:
         self._try_complete_join(group, now_ms, fx)
 
     def _try_complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
-        if (
-            group.state is GroupState.PREPARING_REBALANCE
-            and not group.in_initial_delay
-            and group.all_joined()
-        ):
+        # With no initial delay, the first rebalance ends as soon as every member has joined,
+        # pending members or not: Kafka's 0 ms initial-delay timer (GroupMetadataManager.
+        # tryCompleteInitialRebalanceElseSchedule) does not wait for them either.
+        everyone = group.all_joined() or (
+            group.initial_rebalance and all(m.awaiting_join is not None for m in group.members.values())
+        )
+        if group.state is GroupState.PREPARING_REBALANCE and not group.in_initial_delay and everyone:
             self._complete_join(group, now_ms, fx)
 
     def _join_deadline_passed(self, group: _Group, now_ms: int, fx: Effects) -> None:
@@ -985,6 +991,7 @@ class GroupCoordinator:
 
     def _complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
         group.join_deadline = None
+        group.initial_rebalance = False
         # Dynamic members that did not rejoin are removed; static ones stay in the generation
         # (their session, or the sync deadline, decides), as in Kafka.
         late = [m for m in group.members.values() if m.awaiting_join is None and m.group_instance_id is None]

@@ -1744,3 +1744,15 @@ def test_a_rebalance_timeout_of_zero_is_accepted() -> None:
     d.advance(0)
     joined = d.reply(ref)
     assert joined is not None and joined.error is E.NONE and joined.generation_id == 1
+
+
+def test_without_an_initial_delay_the_first_rebalance_does_not_wait_for_pending_members() -> None:
+    """A member asked for an id (MEMBER_ID_REQUIRED) that never comes back does not hold up an
+    Empty group's first rebalance when the initial delay is 0: Kafka ends it on its 0 ms timer.
+    Later rebalances wait for pending members, as Kafka's do."""
+    d = Driver(initial_rebalance_delay_ms=0)
+    d.new_member_id(client="gone")  # pending, and never rejoins
+    member = d.new_member_id(client="b")
+    joined = d.join(member, client="b")
+    assert joined is not None and joined.error is E.NONE and joined.generation_id == 1
+    assert [m.member_id for m in joined.members] == [member]
