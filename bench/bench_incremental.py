@@ -700,7 +700,10 @@ class ClassicMember:
             )
             error = sync.error_code
             if error != 0:
-                g.errors[f"SyncGroup: {_error_name(error)}"] += 1
+                # REBALANCE_IN_PROGRESS is no error: another rebalance began while this member
+                # synced (a cooperative member that revoked rejoins at once), so it rejoins.
+                if error != ErrorCode.REBALANCE_IN_PROGRESS:
+                    g.errors[f"SyncGroup: {_error_name(error)}"] += 1
                 if error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
                     self._lose_all()
                     self.generation = -1
