@@ -403,6 +403,7 @@ class ClassicWire(CoordinatorConnection[m.Event]):
                     tuple(
                         JoinedMember(x.member_id, x.group_instance_id, bytes(x.metadata)) for x in r.members
                     ),
+                    bool(getattr(r, "skip_assignment", False)),
                 ),
                 deliver,
             )

@@ -134,6 +134,7 @@ class JoinAnswered(_Event):
     leader_id: str = ""
     member_id: str = ""
     members: tuple[JoinedMember, ...] = ()
+    skip_assignment: bool = False  # v9+ (KIP-814): the group keeps its assignment
 
 
 @dataclass(frozen=True)
@@ -486,9 +487,11 @@ class MemberMachine:
             self.state = MemberState.COMPLETING
             self.rebalance_seen = False
             self.timers.next_heartbeat = now + self.settings.heartbeat_interval_ms
-            if event.leader_id == event.member_id:
+            if event.leader_id == event.member_id and not event.skip_assignment:
                 self._ask_app("assign", Assign(event.leader_id, event.protocol_name or "", event.members))
             else:
+                # A follower; or a static leader restarted into a Stable group, whose
+                # assignment stands (Kafka's ConsumerCoordinator assigns nothing then either).
                 self._send_sync(())
         elif error == ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = event.member_id  # join again at once with it

@@ -51,6 +51,8 @@ class JoinGroup:
     # JoinGroup v4+ (KIP-394): a new dynamic member must first learn its member id.
     require_known_member_id: bool
     reason: str | None = None
+    # JoinGroup v9+ (KIP-814): the leader may be told to skip the assignment.
+    skip_assignment_supported: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +64,8 @@ class JoinGroupResult:
     leader: str = ""
     member_id: str = ""
     members: tuple[JoinedMember, ...] = ()  # the leader's view, as the public API's
+    # The leader learns every member but must not assign: the group keeps its assignment.
+    skip_assignment: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -889,23 +889,18 @@ class GroupCoordinator:
         self._event(fx, "fenced", group, old_id, req.group_instance_id, f"replaced by {new_id}")
         self._event(fx, "joined", group, new_id, req.group_instance_id, "static member rejoined")
         if group.state is GroupState.STABLE and group.select_protocol() == group.protocol_name:
-            # No rebalance: the member takes its old assignment back through SyncGroup. The old
-            # leader id is returned so a restarted leader does not compute a new assignment that
-            # a Stable group would never hand out.
+            # No rebalance: the member takes its old assignment back through SyncGroup. As Kafka's
+            # updateStaticMemberThenRebalanceOrCompleteJoin: a restarted leader that can be told
+            # to skip the assignment (v9+, KIP-814) learns it leads, with every member, so it can
+            # watch their subscriptions; an older one is told the old leader id, so it does not
+            # compute an assignment a Stable group would never hand out.
             fx.writes.append(group.snapshot())
-            fx.replies.append(
-                (
-                    ref,
-                    JoinGroupResult(
-                        error=ErrorCode.NONE,
-                        generation_id=group.generation_id,
-                        protocol_type=group.protocol_type,
-                        protocol_name=group.protocol_name,
-                        leader=previous_leader or "",
-                        member_id=new_id,
-                    ),
-                )
-            )
+            result = self._join_result(group, member)
+            if req.skip_assignment_supported:
+                result = dataclasses.replace(result, skip_assignment=result.leader == new_id)
+            else:
+                result = dataclasses.replace(result, leader=previous_leader or "", members=())
+            fx.replies.append((ref, result))
             return
         member.awaiting_join = ref
         if group.state is GroupState.PREPARING_REBALANCE:

@@ -357,6 +357,7 @@ def _join_group(v: int, message: Any, client_host: str) -> Request:
         protocols=_distinct_protocols(message.protocols),
         require_known_member_id=v >= 4,
         reason=message.reason if v >= 8 else None,
+        skip_assignment_supported=v >= 9,
     )
 
 
@@ -584,7 +585,7 @@ def to_response(frame: Frame, result: Result) -> Any:
             # Before v7 the protocol name is not nullable.
             protocol_name=result.protocol_name if v >= 7 else (result.protocol_name or ""),
             leader=result.leader,
-            skip_assignment=False,
+            skip_assignment=result.skip_assignment,
             member_id=result.member_id,
             members=[
                 JoinGroupResponse.JoinGroupResponseMember(

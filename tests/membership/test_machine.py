@@ -191,6 +191,19 @@ def test_leader_assigns_then_syncs_the_assignment() -> None:
     assert mb.machine.lease_deadline() == 35 + SESSION - MARGIN  # the heartbeat is unanswered
 
 
+def test_a_leader_told_to_skip_the_assignment_syncs_without_one() -> None:
+    """JoinGroup v9+ (KIP-814): a static leader restarted into a Stable group leads, sees every
+    member, and assigns nothing; its SyncGroup returns the assignment the group kept."""
+    mb = Member()
+    to_joining(mb)
+    answer = JoinAnswered(20, NONE, 1, "range", "m1", "m1", MEMBERS, skip_assignment=True)
+    assert mb.at(30, answer) == [SendSyncGroup(1, "m1", "range", ())]
+    assert mb.at(40, SyncAnswered(30, NONE, b"kept")) == [
+        Complete(1, "m1", "range", b"kept"),
+        SendHeartbeat(1, "m1"),
+    ]
+
+
 def test_leader_assignment_failure_leaves_so_the_group_is_not_stuck() -> None:
     mb = Member()
     assert to_completing(mb, leader="m1") == [Assign("m1", "range", MEMBERS)]

@@ -176,6 +176,7 @@ class Driver:
         session: int = SESSION_MS,
         rebalance: int = REBALANCE_MS,
         version_requires_known_id: bool = True,
+        skip_assignment_supported: bool = True,
     ) -> int:
         return self.send(
             JoinGroup(
@@ -189,6 +190,7 @@ class Driver:
                 protocol_type=protocol_type,
                 protocols=protocols,
                 require_known_member_id=version_requires_known_id,
+                skip_assignment_supported=skip_assignment_supported,
             )
         )
 

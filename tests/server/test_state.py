@@ -820,20 +820,27 @@ def test_static_member_rejoining_while_stable_keeps_the_generation_without_a_reb
     assert [e.member_id for e in d.events_of("fenced")] == [old_s2]
 
 
-def test_static_leader_rejoining_while_stable_is_told_the_old_leader_id() -> None:
+@pytest.mark.parametrize("v9", [True, False], ids=["v9+ skip assignment", "before v9"])
+def test_static_leader_rejoining_while_stable_keeps_the_assignment(v9: bool) -> None:
+    """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin: from v9 (KIP-814) the restarted
+    leader learns it leads, with every member, and is told to skip the assignment; before, it
+    is told the old leader id, so it does not compute one. Either way, no rebalance."""
     d = Driver()
     formed = d.form_group(["s1", "s2"], static=True)
     old_s1, s2, gen = formed.ids["s1"], formed.ids["s2"], formed.generation
     assert formed.leader == old_s1
 
-    result = d.join("", client="s1", instance="s1")
+    result = d.join("", client="s1", instance="s1", skip_assignment_supported=v9)
     assert result is not None
     assert result.error is E.NONE
     new_s1 = result.member_id
     assert new_s1 != old_s1
     assert result.generation_id == gen
-    assert result.leader == old_s1  # not itself: it must not compute a new assignment
-    assert result.members == ()
+    if v9:
+        assert (result.leader, result.skip_assignment) == (new_s1, True)
+        assert sorted(joined_ids(result)) == sorted([new_s1, s2])
+    else:
+        assert (result.leader, result.skip_assignment, result.members) == (old_s1, False, ())
     assert d.state() is GroupState.STABLE
     assert d.heartbeat(s2, gen) is E.NONE
     assert d.sync(new_s1, gen, instance="s1").assignment == formed.assignments[old_s1]
