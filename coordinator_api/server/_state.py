@@ -734,7 +734,15 @@ class GroupCoordinator:
             if req.member_id:
                 return fail(ErrorCode.UNKNOWN_MEMBER_ID)
             group = self._groups[req.group_id] = _Group(req.group_id)
-        if not group.supports(req.protocol_type, req.protocols):
+        if not self._accepts_joining_member(group, req.member_id):
+            # Kafka removes a member it turns away (it is over the limit), and names no id.
+            if req.member_id in group.members:
+                self._remove_member(
+                    group, group.members[req.member_id], now_ms, fx, "removed", "the group is full"
+                )
+            group.pending_members.pop(req.member_id, None)
+            fx.replies.append((ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED)))
+        elif not group.supports(req.protocol_type, req.protocols):
             fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         elif req.member_id:
             self._join_known_member(group, ref, req, now_ms, fx)
@@ -743,9 +751,21 @@ class GroupCoordinator:
         self._maybe_forget(group)
         return None
 
-    def _is_full(self, group: _Group) -> bool:
+    def _accepts_joining_member(self, group: _Group, member_id: str) -> bool:
+        """Kafka's GroupMetadataManager.acceptJoiningMember, with ``max_group_size``: an Empty
+        group takes anyone; while it rebalances, a member already waiting in the join is kept
+        and others come in while fewer than the limit are waiting (so the last to rejoin of an
+        oversized group are the ones turned away); otherwise a member of the group is kept and
+        others come in while it has fewer members than the limit. A static member restarting
+        under a new member id counts as new."""
         limit = self._config.max_group_size
-        return limit is not None and len(group.members) >= limit
+        if limit is None or group.state is GroupState.EMPTY:
+            return True
+        member = group.members.get(member_id)
+        if group.state is GroupState.PREPARING_REBALANCE:
+            waiting = sum(1 for m in group.members.values() if m.awaiting_join is not None)
+            return (member is not None and member.awaiting_join is not None) or waiting < limit
+        return member is not None or len(group.members) < limit
 
     def _join_new_member(
         self, group: _Group, ref: RequestRef, req: JoinGroup, now_ms: int, fx: Effects
@@ -754,9 +774,6 @@ class GroupCoordinator:
         if instance is not None and instance in group.static_members:
             new_id = self._new_member_id(instance)
             self._replace_static_member(group, group.static_members[instance], new_id, ref, req, now_ms, fx)
-            return
-        if self._is_full(group):
-            fx.replies.append((ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED)))
             return
         new_id = self._new_member_id(instance if instance is not None else req.client_id)
         if instance is None and req.require_known_member_id:
@@ -772,11 +789,6 @@ class GroupCoordinator:
     ) -> None:
         if req.member_id in group.pending_members:
             del group.pending_members[req.member_id]
-            if self._is_full(group):
-                fx.replies.append(
-                    (ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=req.member_id))
-                )
-                return
             self._add_member_and_rebalance(group, req.member_id, ref, req, now_ms, fx)
             return
         if self._is_fenced(group, req.group_instance_id, req.member_id):

@@ -397,6 +397,35 @@ def test_group_max_size_rejects_new_members(requires_known_id: bool) -> None:
     assert d.heartbeat(formed.ids["a"], formed.generation) is E.NONE
 
 
+def test_while_rebalancing_a_full_group_counts_the_members_waiting_in_the_join() -> None:
+    """Kafka's acceptJoiningMember: during PreparingRebalance the limit is on the members that
+    have rejoined, so a newcomer gets in while an old member has not rejoined yet; that one is
+    then removed at the end of the join (it did not rejoin in time) or turned away."""
+    d = Driver(max_group_size=2, initial_rebalance_delay_ms=0)
+    formed = d.form_group(["a", "b"])
+    a, b = formed.ids["a"], formed.ids["b"]
+    a_joins = d.join_ref(a, client="a", protocols=(("range", b"changed"),))  # a rebalance
+    assert d.state() is GroupState.PREPARING_REBALANCE
+    c_joins = d.join_ref("", client="c", version_requires_known_id=False)  # 1 waiting < 2: in
+    assert d.reply(c_joins) is None
+    late = d.join(b, client="b")  # 2 waiting: b, not waiting itself, is turned away and removed
+    assert late is not None and (late.error, late.member_id) == (E.GROUP_MAX_SIZE_REACHED, "")
+    # Everyone left is in the join: it completes with a and c.
+    assert {r.error for r in (d.reply(a_joins), d.reply(c_joins))} == {E.NONE}
+    assert d.member_ids() == {a, d.reply(c_joins).member_id}
+
+
+def test_a_static_member_restarting_into_a_full_stable_group_is_turned_away() -> None:
+    """Kafka counts a static member that restarts under a new member id as a newcomer: in a
+    full Stable group it gets GROUP_MAX_SIZE_REACHED (fatal to Java's consumer)."""
+    d = Driver(max_group_size=2)
+    formed = d.form_group(["s1", "s2"], static=True)
+    restarted = d.join("", client="s1", instance="s1")
+    assert restarted is not None and restarted.error is E.GROUP_MAX_SIZE_REACHED
+    assert d.member_ids() == set(formed.ids.values())
+    assert d.state() is GroupState.STABLE
+
+
 def test_pending_member_ids_do_not_count_toward_the_group_max_size() -> None:
     d = Driver(max_group_size=2)
     d.form_group(["a"])
