@@ -1004,6 +1004,12 @@ class GroupCoordinator:
         late = [m for m in group.members.values() if m.awaiting_join is None and m.group_instance_id is None]
         for member in late:
             self._drop_member(group, member, fx, "removed", "did not rejoin before the rebalance timeout")
+        if group.members and not self._elect_joined_leader(group):
+            # Only static members that did not rejoin are left: as Kafka, the rebalance waits
+            # another rebalance timeout, and their sessions decide.
+            group.join_deadline = now_ms + group.max_rebalance_timeout_ms()
+            self._schedule(group.join_deadline, _Timer.JOIN, group.group_id)
+            return
         group.generation_id += 1
         if not group.members:
             group.state = GroupState.EMPTY
@@ -1012,8 +1018,6 @@ class GroupCoordinator:
             fx.writes.append(group.snapshot())
             self._event(fx, "emptied", group)
             return
-        if group.leader_id not in group.members:
-            group.leader_id = next(iter(group.members))
         group.protocol_name = group.select_protocol()
         group.state = GroupState.COMPLETING_REBALANCE
         group.pending_sync = set(group.members)
@@ -1031,6 +1035,20 @@ class GroupCoordinator:
                 fx.replies.append((member.awaiting_join, self._join_result(group, member)))
                 member.awaiting_join = None
             self._touch(member, now_ms)
+
+    @staticmethod
+    def _elect_joined_leader(group: _Group) -> bool:
+        """Kafka's ClassicGroup.maybeElectNewJoinedLeader: the leader stays if it rejoined;
+        else a member that rejoined leads (an absent static leader is replaced). False if no
+        member rejoined."""
+        leader = group.members.get(group.leader_id or "")
+        if leader is not None and leader.awaiting_join is not None:
+            return True
+        joined = next((m for m in group.members.values() if m.awaiting_join is not None), None)
+        if joined is None:
+            return False
+        group.leader_id = joined.member_id
+        return True
 
     def _sync_deadline_passed(self, group: _Group, now_ms: int, fx: Effects) -> None:
         group.sync_deadline = None

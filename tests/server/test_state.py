@@ -1792,3 +1792,38 @@ def test_without_an_initial_delay_the_first_rebalance_does_not_wait_for_pending_
     joined = d.join(member, client="b")
     assert joined is not None and joined.error is E.NONE and joined.generation_id == 1
     assert [m.member_id for m in joined.members] == [member]
+
+
+def test_an_absent_static_leader_is_replaced_by_a_member_that_rejoined() -> None:
+    """Kafka's maybeElectNewJoinedLeader: static A leads, B rejoins with new metadata while A
+    only heartbeats. When the rebalance times out, B leads the next generation, with every
+    member (A, static, stays in it), so the group is assigned."""
+    d = Driver()
+    formed = d.form_group(["a", "b"], static=True, session=20_000, rebalance=3_000)
+    a, b = formed.ids["a"], formed.ids["b"]
+    assert formed.leader == a
+    b_joins = d.join_ref(
+        b, client="b", instance="b", protocols=(("range", b"changed"),), session=20_000, rebalance=3_000
+    )
+    assert d.heartbeat(a, formed.generation, instance="a") is E.REBALANCE_IN_PROGRESS
+    d.advance(3_000)
+    joined = d.reply(b_joins)
+    assert joined is not None and joined.error is E.NONE
+    assert joined.leader == b and sorted(joined_ids(joined)) == sorted([a, b])
+    assert joined.generation_id == formed.generation + 1
+
+
+def test_a_rebalance_no_member_rejoins_waits_for_the_static_members_sessions() -> None:
+    """Static members that do not rejoin are not evicted by the rebalance: Kafka keeps the group
+    preparing, one rebalance timeout after another, until their sessions end."""
+    d = Driver()
+    formed = d.form_group(["a", "b"], static=True, session=30_000, rebalance=3_000)
+    c = d.new_member_id(client="c")
+    c_joins = d.join_ref(c, client="c", session=30_000, rebalance=3_000)
+    d.leave(c)  # the dynamic newcomer leaves again before the rebalance ends
+    assert d.reply(c_joins) is not None
+    d.advance(10_000)  # more than twice the rebalance timeout
+    assert d.state() is GroupState.PREPARING_REBALANCE
+    assert d.member_ids() == set(formed.ids.values())
+    d.advance(30_000)  # their sessions end
+    assert d.state() is GroupState.EMPTY
