@@ -1,0 +1,250 @@
+"""Differential testing of the classic group protocol: the same request sequence sent to an
+Apache Kafka 4 broker and to the embedded coordinator, their answers compared field by field.
+
+A scenario is a function of a :class:`Peer`: it opens one connection per member
+(:meth:`Peer.member`), sends requests built with kafka-python's classes at explicit versions,
+and records each answer (:meth:`Member.send` then :meth:`Member.answer`, or :meth:`Member.call`).
+Requests that wait (a JoinGroup parked until the rebalance completes) are sent first and read
+later, as real clients do. Each answer is reduced to the fields Kafka clients act on, with member
+ids replaced by the names of the members they belong to (the two servers make ids differently),
+so two transcripts are equal exactly when the servers behaved alike. What is allowed to differ
+is listed in ``ALLOWED``, each with its reason.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+from kafka.protocol.consumer import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+HOST: Final = "127.0.0.1"
+TIMEOUT_S: Final = 30.0
+
+#: Differences between the two servers that are intended, not faults.
+ALLOWED: Final = {
+    "member id format": "Kafka makes '<client id>-<uuid>', the embedded coordinator too but from "
+    "its own counter; transcripts name members by client instead",
+    "held heartbeats": "the embedded coordinator may hold a Stable member's Heartbeat; the "
+    "differential runs use heartbeat_hold_ms=0, Kafka's behaviour",
+}
+
+RESPONSES: Final[dict[str, Any]] = {
+    "JoinGroupRequest": JoinGroupResponse,
+    "SyncGroupRequest": SyncGroupResponse,
+    "HeartbeatRequest": HeartbeatResponse,
+    "LeaveGroupRequest": LeaveGroupResponse,
+    "OffsetCommitRequest": OffsetCommitResponse,
+    "DescribeGroupsRequest": DescribeGroupsResponse,
+}
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        data += chunk
+    return bytes(data)
+
+
+@dataclass
+class Transcript:
+    """The answers of one run, member ids named by client."""
+
+    ids: dict[str, str] = field(default_factory=dict)  # member id -> client name
+    steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def name(self, member_id: str) -> str:
+        return self.ids.get(member_id, "" if not member_id else "<unknown id>")
+
+
+class Member:
+    """One client's connection to the group coordinator."""
+
+    def __init__(self, peer: Peer, client: str, coordinator: tuple[str, int]) -> None:
+        self.peer = peer
+        self.client = client
+        self.member_id = ""
+        self.sock = socket.create_connection(coordinator, timeout=TIMEOUT_S)
+        self._correlation = 0
+        self._waiting: dict[int, tuple[str, Any, int]] = {}  # correlation -> (label, class, version)
+
+    def send(self, label: str, request: Any) -> int:
+        """Send ``request`` (built at its version); read its answer with :meth:`answer`."""
+        self._correlation += 1
+        request.with_header(correlation_id=self._correlation, client_id=self.client)
+        self.sock.sendall(bytes(request.encode(header=True, framed=True)))
+        response_class = RESPONSES[type(request).__name__.split("_")[0]]
+        self._waiting[self._correlation] = (label, response_class, request.API_VERSION)
+        return self._correlation
+
+    def answer(self, correlation: int) -> Any:
+        """Read the answer to the request ``correlation`` and record it in the transcript."""
+        label, response_class, version = self._waiting.pop(correlation)
+        (size,) = struct.unpack(">i", _recv_exact(self.sock, 4))
+        response = response_class.decode(_recv_exact(self.sock, size), version=version, header=True)
+        assert response.header.correlation_id == correlation, (label, response)
+        self.peer.record(self, label, response)
+        return response
+
+    def call(self, label: str, request: Any) -> Any:
+        return self.answer(self.send(label, request))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Peer:
+    """One server under test: where its group coordinator is, and the transcript of a run."""
+
+    def __init__(self, kind: str, bootstrap: str, group_id: str) -> None:
+        self.kind = kind
+        self.group_id = group_id
+        self.transcript = Transcript()
+        self.members: list[Member] = []
+        host, port = bootstrap.split(",", maxsplit=1)[0].rsplit(":", 1)
+        self.bootstrap = (host, int(port))
+        self.coordinator = _find_coordinator(self.bootstrap, group_id)
+
+    def member(self, client: str, *, coordinator_of: str | None = None) -> Member:
+        """A client connected to the group's coordinator (or to ``coordinator_of``'s: on a
+        Kafka cluster, another group may have another coordinator)."""
+        address = (
+            self.coordinator if coordinator_of is None else _find_coordinator(self.bootstrap, coordinator_of)
+        )
+        member = Member(self, client, address)
+        self.members.append(member)
+        return member
+
+    def wait_for_state(self, state: str) -> None:
+        """Wait, outside the transcript, until the group is in ``state``: a request sent on
+        another connection has been taken in (a JoinGroup that waits shows no answer)."""
+        deadline = time.monotonic() + TIMEOUT_S
+        with socket.create_connection(self.coordinator, timeout=TIMEOUT_S) as sock:
+            while True:
+                request = DescribeGroupsRequest(
+                    version=5, groups=[self.group_id], include_authorized_operations=False
+                )
+                request.with_header(correlation_id=1, client_id="differential")
+                sock.sendall(bytes(request.encode(header=True, framed=True)))
+                (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+                response = DescribeGroupsResponse.decode(_recv_exact(sock, size), version=5, header=True)
+                if response.groups[0].group_state == state:
+                    return
+                assert time.monotonic() < deadline, f"{self.group_id} never reached {state}"
+                time.sleep(0.02)
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
+
+    def record(self, member: Member, label: str, response: Any) -> None:
+        t = self.transcript
+        name = type(response).__name__
+        fields: dict[str, Any] = {"error": getattr(response, "error_code", None)}
+        if name.startswith("JoinGroupResponse"):
+            if response.member_id and response.member_id not in t.ids:
+                t.ids[response.member_id] = member.client
+            if response.member_id:
+                member.member_id = response.member_id
+            fields.update(
+                generation=response.generation_id,
+                protocol=(response.protocol_type, response.protocol_name),
+                leader=t.name(response.leader),
+                member=t.name(response.member_id),
+                skip_assignment=getattr(response, "skip_assignment", False),
+                members=sorted(
+                    (t.name(m.member_id), m.group_instance_id, bytes(m.metadata)) for m in response.members
+                ),
+            )
+        elif name.startswith("SyncGroupResponse"):
+            fields.update(
+                protocol=(getattr(response, "protocol_type", None), getattr(response, "protocol_name", None)),
+                assignment=bytes(response.assignment),
+            )
+        elif name.startswith("LeaveGroupResponse"):
+            fields["members"] = sorted(
+                (t.name(m.member_id), m.group_instance_id, m.error_code)
+                for m in getattr(response, "members", [])
+            )
+        elif name.startswith("OffsetCommitResponse"):
+            fields = {
+                "errors": sorted(
+                    (topic.name, p.partition_index, p.error_code)
+                    for topic in response.topics
+                    for p in topic.partitions
+                )
+            }
+        elif name.startswith("DescribeGroupsResponse"):
+            (group,) = response.groups
+            fields = {
+                "error": group.error_code,
+                "state": group.group_state,
+                "protocol": (group.protocol_type, group.protocol_data),
+                "members": sorted(
+                    (
+                        t.name(m.member_id),
+                        m.group_instance_id,
+                        bytes(m.member_metadata),
+                        bytes(m.member_assignment),
+                    )
+                    for m in group.members
+                ),
+            }
+        t.steps.append((label, fields))
+
+
+def _find_coordinator(address: tuple[str, int], group_id: str) -> tuple[str, int]:
+    """The group's coordinator, asked of any broker (Kafka may not have it loaded at once)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
+            request = FindCoordinatorRequest(version=3, key=group_id, key_type=0)
+            request.with_header(correlation_id=1, client_id="differential")
+            sock.sendall(bytes(request.encode(header=True, framed=True)))
+            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+            response = FindCoordinatorResponse.decode(_recv_exact(sock, size), version=3, header=True)
+        if response.error_code == 0:
+            return response.host, response.port
+        assert time.monotonic() < deadline, f"no coordinator for {group_id}: {response}"
+        time.sleep(0.2)
+
+
+def run(kind: str, bootstrap: str, scenario: Callable[[Peer], None]) -> Transcript:
+    """Run ``scenario`` against one server, in a group of its own; return its transcript."""
+    peer = Peer(kind, bootstrap, f"differential-{scenario.__name__}-{uuid.uuid4().hex[:8]}")
+    try:
+        scenario(peer)
+    finally:
+        peer.close()
+    return peer.transcript
+
+
+def differences(kafka: Transcript, embedded: Transcript) -> list[str]:
+    """Each step at which the two transcripts differ, in words."""
+    found = []
+    for i, ((label_k, k), (label_e, e)) in enumerate(zip(kafka.steps, embedded.steps, strict=False)):
+        assert label_k == label_e, (i, label_k, label_e)
+        for key in sorted(set(k) | set(e)):
+            if k.get(key) != e.get(key):
+                found.append(f"step {i} {label_k}: {key}: Kafka {k.get(key)!r}, embedded {e.get(key)!r}")
+    if len(kafka.steps) != len(embedded.steps):
+        found.append(
+            f"Kafka answered {len(kafka.steps)} requests, the embedded coordinator {len(embedded.steps)}"
+        )
+    return found

@@ -1,0 +1,249 @@
+"""The classic group protocol, differentially: each scenario runs against Apache Kafka 4 (the
+suite's KRaft cluster) and against the embedded coordinator, and their answers must agree field
+by field (tests/server/differential.py; intended differences in its ALLOWED)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from coordinator_consumer import TopicPartition, encode_assignment, encode_subscription
+from differential import Member, Peer, differences, run
+from kafka.protocol.admin import DescribeGroupsRequest
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    SyncGroupRequest,
+)
+
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.testing import KafkaCluster
+
+TOPIC = "differential-t"
+SUBSCRIPTION = encode_subscription([TOPIC])
+SESSION_MS = 10_000
+REBALANCE_MS = 5_000
+# The suite's Kafka cluster: no initial rebalance delay, sessions from 500 ms. Heartbeats are
+# answered at once, as Kafka does (held heartbeats are an intended difference).
+CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500, heartbeat_hold_ms=0)
+
+
+def assignment(*partitions: int) -> bytes:
+    return encode_assignment(TopicPartition(TOPIC, p) for p in partitions)
+
+
+# --- requests, at explicit versions --------------------------------------------------------------
+
+
+def join(
+    m: Member, *, version: int = 5, instance: str | None = None, member_id: str | None = None
+) -> JoinGroupRequest:
+    return JoinGroupRequest(
+        version=version,
+        group_id=m.peer.group_id,
+        session_timeout_ms=SESSION_MS,
+        rebalance_timeout_ms=REBALANCE_MS,
+        member_id=m.member_id if member_id is None else member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION)],
+    )
+
+
+def sync(
+    m: Member,
+    generation: int,
+    assignments: dict[Member, bytes] | None = None,
+    *,
+    version: int = 5,
+    instance: str | None = None,
+    group_id: str | None = None,
+) -> SyncGroupRequest:
+    return SyncGroupRequest(
+        version=version,
+        group_id=m.peer.group_id if group_id is None else group_id,
+        generation_id=generation,
+        member_id=m.member_id,
+        group_instance_id=instance,
+        protocol_type="consumer",
+        protocol_name="range",
+        assignments=[
+            SyncGroupRequest.SyncGroupRequestAssignment(member_id=x.member_id, assignment=data)
+            for x, data in (assignments or {}).items()
+        ],
+    )
+
+
+def heartbeat(
+    m: Member,
+    generation: int,
+    *,
+    instance: str | None = None,
+    member_id: str | None = None,
+    group_id: str | None = None,
+) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        version=4,
+        group_id=m.peer.group_id if group_id is None else group_id,
+        generation_id=generation,
+        member_id=m.member_id if member_id is None else member_id,
+        group_instance_id=instance,
+    )
+
+
+def leave(
+    m: Member, *leaving: tuple[str, str | None], version: int = 3, group_id: str | None = None
+) -> LeaveGroupRequest:
+    group = m.peer.group_id if group_id is None else group_id
+    if version < 3:
+        return LeaveGroupRequest(version=version, group_id=group, member_id=leaving[0][0])
+    return LeaveGroupRequest(
+        version=version,
+        group_id=group,
+        members=[
+            LeaveGroupRequest.MemberIdentity(member_id=mid, group_instance_id=inst) for mid, inst in leaving
+        ],
+    )
+
+
+def commit(
+    m: Member, generation: int, *, version: int = 8, group_id: str | None = None
+) -> OffsetCommitRequest:
+    partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    return OffsetCommitRequest(
+        version=version,
+        group_id=m.peer.group_id if group_id is None else group_id,
+        generation_id_or_member_epoch=generation,
+        member_id=m.member_id,
+        group_instance_id=None,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name=TOPIC,
+                partitions=[partition(partition_index=0, committed_offset=7, committed_metadata="")],
+            )
+        ],
+    )
+
+
+def describe(m: Member) -> DescribeGroupsRequest:
+    return DescribeGroupsRequest(version=5, groups=[m.peer.group_id], include_authorized_operations=False)
+
+
+def stable_pair(peer: Peer) -> tuple[Member, Member, int]:
+    """Dynamic members a (leader) and b, Stable in generation 2, each assigned a partition."""
+    a, b = peer.member("a"), peer.member("b")
+    a.call("a: join without an id", join(a))
+    a.call("a: join", join(a))
+    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}))
+    b.call("b: join without an id", join(b))
+    b_joins = b.send("b: join", join(b))
+    peer.wait_for_state("PreparingRebalance")
+    a.call("a: heartbeat (a rebalance began)", heartbeat(a, 1))
+    a_joins = a.send("a: rejoin", join(a))
+    a.answer(a_joins)
+    b.answer(b_joins)
+    b_syncs = b.send("b: sync generation 2", sync(b, 2))
+    peer.wait_for_state("CompletingRebalance")
+    a.call("a: sync generation 2 as leader", sync(a, 2, {a: assignment(0), b: assignment(1)}))
+    b.answer(b_syncs)
+    return a, b, 2
+
+
+# --- scenarios -----------------------------------------------------------------------------------
+
+
+def join_sync_heartbeat_and_leave(peer: Peer) -> None:
+    a, b, generation = stable_pair(peer)
+    a.call("a: heartbeat", heartbeat(a, generation))
+    a.call("a: heartbeat, old generation", heartbeat(a, generation - 1))
+    a.call("a: heartbeat, unknown member", heartbeat(a, generation, member_id="nobody"))
+    a.call("describe: Stable", describe(a))
+    a.call("a: commit", commit(a, generation))
+    a.call("a: commit, old generation", commit(a, generation - 1))
+    b.call("b: leave", leave(b, (b.member_id, None)))
+    a.call("a: heartbeat (b left)", heartbeat(a, generation))
+    a.call("a: rejoin alone", join(a))
+    a.call("a: sync generation 3", sync(a, generation + 1, {a: assignment(0, 1)}))
+    a.call("describe: a alone", describe(a))
+
+
+def static_members_restart(peer: Peer) -> None:
+    a, b = peer.member("a"), peer.member("b")
+    a.call("a: join (static)", join(a, instance="ia"))
+    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}, instance="ia"))
+    b_joins = b.send("b: join (static)", join(b, instance="ib"))
+    peer.wait_for_state("PreparingRebalance")
+    a.call("a: heartbeat (a rebalance began)", heartbeat(a, 1, instance="ia"))
+    a_joins = a.send("a: rejoin", join(a, instance="ia"))
+    a.answer(a_joins)
+    b.answer(b_joins)
+    b_syncs = b.send("b: sync", sync(b, 2, instance="ib"))
+    peer.wait_for_state("CompletingRebalance")
+    a.call("a: sync as leader", sync(a, 2, {a: assignment(0), b: assignment(1)}, instance="ia"))
+    b.answer(b_syncs)
+    # b restarts: a new member id for instance ib, the same generation and assignment.
+    b2 = peer.member("b-restarted")
+    b2.call("b restarted: join", join(b2, instance="ib", member_id=""))
+    b2.call("b restarted: sync", sync(b2, 2, instance="ib"))
+    b.call("old b: heartbeat (fenced)", heartbeat(b, 2, instance="ib"))
+    a.call("a: heartbeat with an unknown instance id", heartbeat(a, 2, instance="nobody"))
+    # The leader restarts: from v9 it leads, sees everyone and skips the assignment.
+    a2 = peer.member("a-restarted")
+    a2.call("a restarted (v9): join", join(a2, version=9, instance="ia", member_id=""))
+    a2.call("a restarted: sync", sync(a2, 2, instance="ia"))
+    a3 = peer.member("a-restarted-again")
+    a3.call("a restarted again (v8): join", join(a3, version=8, instance="ia", member_id=""))
+    a3.call("describe: still Stable, no rebalance", describe(a3))
+
+
+def bad_requests_and_unknown_groups(peer: Peer) -> None:
+    a, b, generation = stable_pair(peer)
+    a.call("heartbeat, empty group id", heartbeat(a, generation, group_id=""))
+    a.call("sync, empty group id", sync(a, generation, group_id=""))
+    a.call("sync, wrong generation", sync(a, generation + 3))
+    b.call("leave by instance id that is unknown", leave(b, ("", "nobody")))
+    # Requests for groups that do not exist, each sent to that group's coordinator.
+    for n, (label, request) in enumerate(
+        [
+            ("leave v3, unknown group", lambda m, g: leave(m, ("x", None), ("", "inst"), group_id=g)),
+            ("leave v1, unknown group", lambda m, g: leave(m, ("x", None), version=1, group_id=g)),
+            ("commit v8, unknown group, a generation", lambda m, g: commit(m, 3, version=8, group_id=g)),
+            ("commit v9, unknown group, a generation", lambda m, g: commit(m, 3, version=9, group_id=g)),
+            ("commit, unknown group, generation -1 (a simple group)", lambda m, g: commit(m, -1, group_id=g)),
+        ]
+    ):
+        other = f"{peer.group_id}-unknown-{n}"
+        stranger = peer.member(f"stranger-{n}", coordinator_of=other)
+        stranger.call(label, request(stranger, other))
+
+
+SCENARIOS: list[Callable[[Peer], None]] = [
+    join_sync_heartbeat_and_leave,
+    static_members_restart,
+    bad_requests_and_unknown_groups,
+]
+
+
+@pytest.fixture(scope="module")
+def embedded() -> Iterator[EmbeddedCoordinator]:
+    with EmbeddedCoordinator(topics={TOPIC: 2}, config=CONFIG) as coordinator:
+        yield coordinator
+
+
+@pytest.fixture(scope="module")
+def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
+    kafka_cluster.create_topic(TOPIC, 2)
+    return kafka_cluster
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__)
+def test_the_embedded_coordinator_answers_as_kafka_does(
+    scenario: Callable[[Peer], None], kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
+) -> None:
+    on_kafka = run("kafka", kafka_with_topic.bootstrap_servers, scenario)
+    on_embedded = run("embedded", embedded.bootstrap_servers, scenario)
+    found = differences(on_kafka, on_embedded)
+    assert not found, "\n".join(found)
+    assert len(on_kafka.steps) >= 10  # the scenario ran to its end on both
