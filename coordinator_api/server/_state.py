@@ -973,7 +973,12 @@ class GroupCoordinator:
         group.state = GroupState.PREPARING_REBALANCE
         self._schedule(group.join_deadline, _Timer.JOIN, group.group_id)
         self._event(fx, "rebalance", group, detail=reason)
-        self._try_complete_join(group, now_ms, fx)
+        if group.join_deadline <= now_ms and not group.in_initial_delay:
+            # A rebalance timeout of 0 (a group whose last member just left): its timer is due
+            # now, so the rebalance ends now, not whenever the shell's timer runs.
+            self._join_deadline_passed(group, now_ms, fx)
+        else:
+            self._try_complete_join(group, now_ms, fx)
 
     def _try_complete_join(self, group: _Group, now_ms: int, fx: Effects) -> None:
         # With no initial delay, the first rebalance ends as soon as every member has joined,

@@ -21,7 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+from kafka.protocol.admin import (
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer import (
     HeartbeatResponse,
     JoinGroupResponse,
@@ -49,6 +54,8 @@ RESPONSES: Final[dict[str, Any]] = {
     "LeaveGroupRequest": LeaveGroupResponse,
     "OffsetCommitRequest": OffsetCommitResponse,
     "DescribeGroupsRequest": DescribeGroupsResponse,
+    "ListGroupsRequest": ListGroupsResponse,
+    "DeleteGroupsRequest": DeleteGroupsResponse,
 }
 
 
@@ -205,6 +212,22 @@ class Peer:
                     )
                     for m in group.members
                 ),
+            }
+        elif name.startswith("ListGroupsResponse"):  # only this run's groups: others share Kafka
+            fields["groups"] = sorted(
+                (
+                    g.group_id.replace(self.group_id, "<group>"),
+                    g.protocol_type,
+                    getattr(g, "group_state", None),
+                )
+                for g in response.groups
+                if g.group_id.startswith(self.group_id)
+            )
+        elif name.startswith("DeleteGroupsResponse"):
+            fields = {
+                "results": sorted(
+                    (r.group_id.replace(self.group_id, "<group>"), r.error_code) for r in response.results
+                )
             }
         t.steps.append((label, fields))
 
