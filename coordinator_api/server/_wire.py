@@ -433,7 +433,7 @@ def _offset_fetch(v: int, message: Any, client_host: str) -> Request:
 
 def _list_groups(v: int, message: Any, client_host: str) -> Request:
     return ListGroups(
-        states=frozenset(s.lower() for s in message.states_filter) if v >= 4 else frozenset(),
+        states=frozenset(s.strip().lower() for s in message.states_filter) if v >= 4 else frozenset(),
         types=frozenset(t.lower() for t in message.types_filter) if v >= 5 else frozenset(),
     )
 

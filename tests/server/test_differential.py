@@ -228,6 +228,13 @@ def first_rebalance_and_a_pending_member(peer: Peer) -> None:
     a.call("a: join", join(a))
     a.call("a: sync", sync(a, 1, {a: assignment(0, 1)}))
     a.call("list: Stable", ListGroupsRequest(version=4, states_filter=[]))
+    a.call("list: a state filter with spaces", ListGroupsRequest(version=4, states_filter=[" Stable "]))
+    a.call("list: a state filter in lower case", ListGroupsRequest(version=4, states_filter=["stable"]))
+    a.call("list: a type filter", ListGroupsRequest(version=5, states_filter=[], types_filter=["Classic"]))
+    a.call(
+        "list: a type filter with spaces",
+        ListGroupsRequest(version=5, states_filter=[], types_filter=[" classic "]),
+    )
     a.call("a: commit", commit(a, 1))
     a.call("delete while a member is in", DeleteGroupsRequest(version=2, groups_names=[peer.group_id]))
     a.call("a: leave", leave(a, (a.member_id, None)))
