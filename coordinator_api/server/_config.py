@@ -21,6 +21,12 @@ class CoordinatorConfig:
     :param max_session_timeout_ms: ``group.max.session.timeout.ms``.
     :param max_group_size: ``group.max.size``; ``None`` means unlimited.
     :param offset_metadata_max_bytes: ``offset.metadata.max.bytes``.
+    :param offsets_retention_ms: ``offsets.retention.minutes`` (in ms; 7 days): how long a
+        group's committed offsets outlive it (KIP-211). An Empty group's offsets expire this long
+        after it became Empty; those of a group that only stores offsets (no members ever, or
+        an admin's commits), this long after each commit; a group with members keeps them. An
+        OffsetCommit v2-4 may set its own retention. A group left with no offsets is deleted.
+    :param offsets_retention_check_interval_ms: ``offsets.retention.check.interval.ms``.
     :param default_num_partitions: ``num.partitions``, for CreateTopics asking for the default.
     :param max_partitions_per_topic: the most partitions a topic may declare; Kafka has no such
         limit, but every Metadata answer lists every partition, so a typo of many zeros would
@@ -58,6 +64,8 @@ class CoordinatorConfig:
     max_session_timeout_ms: int = 1_800_000
     max_group_size: int | None = None
     offset_metadata_max_bytes: int = 4096
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
     default_num_partitions: int = 1
     max_partitions_per_topic: int = 100_000
     auto_create_topics: bool = False
@@ -76,6 +84,9 @@ class CoordinatorConfig:
             value = getattr(self, f.name)
             if f.name.endswith("_ms") and (not isinstance(value, int) or value < 0):
                 raise ConfigurationError(f"{f.name} must be a non-negative integer, got {value!r}")
+        for name in ("offsets_retention_ms", "offsets_retention_check_interval_ms"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.min_session_timeout_ms > self.max_session_timeout_ms:
             raise ConfigurationError(
                 "min_session_timeout_ms must not exceed max_session_timeout_ms "

@@ -146,6 +146,7 @@ class OffsetCommit:
     group_instance_id: str | None
     offsets: tuple[CommittedOffset, ...]
     version: int = 9  # the request's api version (what an unknown group answers depends on it)
+    retention_ms: int = -1  # v2-4: how long these offsets are kept; -1: the coordinator's setting
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -458,6 +459,14 @@ class ConsumerGroupSnapshot:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OffsetsExpired:
+    """Committed offsets of a group that outlived their retention."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ConsumerGroupDowngraded:
     """A consumer group of the incremental protocol became a classic group (its classic record
     is written beside this); its offsets stay."""
@@ -466,7 +475,13 @@ class ConsumerGroupDowngraded:
 
 
 StoreWrite = (
-    GroupSnapshot | ConsumerGroupSnapshot | ConsumerGroupDowngraded | GroupDeleted | OffsetsCommitted | Topic
+    GroupSnapshot
+    | ConsumerGroupSnapshot
+    | ConsumerGroupDowngraded
+    | GroupDeleted
+    | OffsetsCommitted
+    | OffsetsExpired
+    | Topic
 )
 
 
@@ -475,7 +490,7 @@ class MembershipEvent:
     """One membership change, for structured logs and observers."""
 
     # joined, left, expired, removed, fenced, rejected, rebalance, generation, assigned, emptied,
-    # deleted
+    # deleted, offsets-expired
     kind: str
     group_id: str
     generation_id: int

@@ -108,6 +108,7 @@ from coordinator_api.server._messages import (
     OffsetFetch,
     OffsetFetchResult,
     OffsetsCommitted,
+    OffsetsExpired,
     Request,
     SyncGroup,
     SyncGroupResult,
@@ -127,6 +128,7 @@ class _Timer(enum.Enum):
     HELD_GROUP_HEARTBEAT = "the end of a held ConsumerGroupHeartbeat"
     JOIN = "the end of the join phase"
     SYNC = "the end of the sync phase"
+    OFFSET_EXPIRY = "the periodic check of committed offsets' retention"
 
 
 _FENCING_ERRORS = frozenset(
@@ -216,6 +218,11 @@ class _Group:
     # The first rebalance of an Empty group: Kafka ends it on its initial-delay timer, even at
     # 0 ms, without waiting for members it asked for an id (MEMBER_ID_REQUIRED).
     initial_rebalance: bool = False
+    # Offset retention (KIP-211): since when the group has had no members (None: it has some),
+    # when each offset was committed, and the expiry an OffsetCommit v2-4 asked for.
+    empty_since_ms: int | None = None
+    committed_at: dict[tuple[str, int], int] = field(default_factory=dict)
+    expire_at: dict[tuple[str, int], int] = field(default_factory=dict)
     initial_delay_remaining_ms: int = 0
     new_member_added: bool = False
 
@@ -331,6 +338,7 @@ class GroupCoordinator:
         self._held: dict[RequestRef, tuple[str, str]] = {}
         # Held ConsumerGroupHeartbeats by group id, then member id.
         self._held_group_heartbeats: dict[str, dict[str, _HeldGroupHeartbeat]] = {}
+        self._offset_check_at: int | None = None  # the next retention check, while offsets exist
 
     # --- restoring durable state ---------------------------------------------------------
 
@@ -364,7 +372,14 @@ class GroupCoordinator:
             self._groups[group.group_id] = group
         for group_id, committed in offsets:
             group = self._groups.setdefault(group_id, _Group(group_id))
-            group.offsets[(committed.topic, committed.partition)] = committed
+            partition = (committed.topic, committed.partition)
+            group.offsets[partition] = committed
+            # Retention counts from this start: what was stored carries no commit time.
+            group.committed_at[partition] = now_ms
+            self._schedule_offset_check(now_ms)
+        for group in self._groups.values():
+            if group.state is GroupState.EMPTY:
+                group.empty_since_ms = now_ms
 
     # --- read access for the shell -------------------------------------------------------
 
@@ -651,6 +666,10 @@ class GroupCoordinator:
         self._consumer_groups_changed(self._consumer_groups.expire(now_ms), fx, now_ms)
         while self._timers and self._timers[0][0] <= now_ms:
             deadline, _, kind, group_id, member_id = heapq.heappop(self._timers)
+            if kind is _Timer.OFFSET_EXPIRY:
+                self._offset_check_at = None
+                self._expire_offsets(now_ms, fx)
+                continue
             if kind is _Timer.HELD_GROUP_HEARTBEAT:
                 heartbeat = self._held_group_heartbeats.get(group_id, {}).get(member_id)
                 if heartbeat is not None and heartbeat.until == deadline:
@@ -971,6 +990,7 @@ class GroupCoordinator:
             group.in_initial_delay = False
             group.join_deadline = now_ms + group.max_rebalance_timeout_ms()
         group.state = GroupState.PREPARING_REBALANCE
+        group.empty_since_ms = None
         self._schedule(group.join_deadline, _Timer.JOIN, group.group_id)
         self._event(fx, "rebalance", group, detail=reason)
         if group.join_deadline <= now_ms and not group.in_initial_delay:
@@ -1018,6 +1038,7 @@ class GroupCoordinator:
         group.generation_id += 1
         if not group.members:
             group.state = GroupState.EMPTY
+            group.empty_since_ms = now_ms
             group.protocol_name = None
             group.leader_id = None
             fx.writes.append(group.snapshot())
@@ -1352,11 +1373,68 @@ class GroupCoordinator:
                 accepted.append(committed)
             errors.append((committed.topic, committed.partition, error))
         for committed in accepted:
-            group.offsets[(committed.topic, committed.partition)] = committed
+            partition = (committed.topic, committed.partition)
+            group.offsets[partition] = committed
+            group.committed_at[partition] = now_ms
+            if req.retention_ms >= 0:
+                group.expire_at[partition] = now_ms + req.retention_ms
+            else:
+                group.expire_at.pop(partition, None)
         if accepted:
             fx.writes.append(OffsetsCommitted(group_id=group.group_id, offsets=tuple(accepted)))
+            self._schedule_offset_check(now_ms)
         self._maybe_forget(group)
         return OffsetCommitResult(errors=tuple(errors))
+
+    def _schedule_offset_check(self, now_ms: int) -> None:
+        if self._offset_check_at is None:
+            self._offset_check_at = now_ms + self._config.offsets_retention_check_interval_ms
+            self._schedule(self._offset_check_at, _Timer.OFFSET_EXPIRY, "")
+
+    def _expire_offsets(self, now_ms: int, fx: Effects) -> None:
+        """Kafka's offset retention (KIP-211), checked every ``offsets_retention_check_interval_ms``:
+        an offset with an expiry of its own (OffsetCommit v2-4) goes at it; a group with members
+        (classic, or a consumer group of the incremental protocol) keeps the rest; an Empty
+        group's go ``offsets_retention_ms`` after it became Empty, those of a group that only
+        ever stored offsets that long after each commit. A group left with nothing is deleted."""
+        retention = self._config.offsets_retention_ms
+        for group in list(self._groups.values()):
+            if not group.offsets:
+                continue
+            consumer_group = group.group_id in self._consumer_groups
+            active = group.state is not GroupState.EMPTY or (
+                consumer_group and self._consumer_groups.has_members(group.group_id)
+            )
+            never_had_members = group.protocol_type is None and not consumer_group
+            if active:
+                group.empty_since_ms = None
+            elif group.empty_since_ms is None:
+                # Empty since some time after the last check (a consumer group of the incremental
+                # protocol, whose classic record does not see its members go): count from now.
+                group.empty_since_ms = now_ms
+            empty_since = now_ms if group.empty_since_ms is None else group.empty_since_ms
+            expired = []
+            for partition in group.offsets:
+                due = group.expire_at.get(partition)
+                if due is None and not active:
+                    since = group.committed_at[partition] if never_had_members else empty_since
+                    due = since + retention
+                if due is not None and due <= now_ms:
+                    expired.append(partition)
+            if not expired:
+                continue
+            for partition in expired:
+                del group.offsets[partition]
+                group.committed_at.pop(partition, None)
+                group.expire_at.pop(partition, None)
+            fx.writes.append(OffsetsExpired(group_id=group.group_id, partitions=tuple(sorted(expired))))
+            self._event(fx, "offsets-expired", group, detail=f"{len(expired)} committed offset(s) expired")
+            if not group.offsets and not group.members and not group.pending_members and not consumer_group:
+                del self._groups[group.group_id]
+                fx.writes.append(GroupDeleted(group_id=group.group_id))
+                self._event(fx, "deleted", group, detail="its offsets expired")
+        if any(group.offsets for group in self._groups.values()):
+            self._schedule_offset_check(now_ms)
 
     def _offset_fetch(self, req: OffsetFetch) -> OffsetFetchResult:
         group = self._groups.get(req.group_id)

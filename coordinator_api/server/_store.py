@@ -25,6 +25,7 @@ from coordinator_api.server._messages import (
     GroupSnapshot,
     MemberSnapshot,
     OffsetsCommitted,
+    OffsetsExpired,
     StoreWrite,
     Topic,
 )
@@ -264,6 +265,11 @@ class SqliteStore:
                             )
                             for o in write.offsets
                         ],
+                    )
+                elif isinstance(write, OffsetsExpired):
+                    db.executemany(
+                        "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                        [(write.group_id, topic, partition) for topic, partition in write.partitions],
                     )
                 elif isinstance(write, ConsumerGroupDowngraded):
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))

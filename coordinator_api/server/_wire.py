@@ -406,6 +406,7 @@ def _offset_commit(v: int, message: Any, client_host: str) -> Request:
         member_id=message.member_id,
         group_instance_id=message.group_instance_id if v >= 7 else None,
         version=v,
+        retention_ms=message.retention_time_ms if 2 <= v <= 4 else -1,
         offsets=tuple(
             CommittedOffset(
                 topic=t.name,

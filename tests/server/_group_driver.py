@@ -263,6 +263,7 @@ class Driver:
         group: str = GROUP,
         instance: str | None = None,
         version: int = 9,
+        retention_ms: int = -1,
     ) -> dict[tuple[str, int], ErrorCode]:
         if isinstance(offsets, Mapping):
             committed = tuple(
@@ -278,6 +279,7 @@ class Driver:
                 group_instance_id=instance,
                 offsets=committed,
                 version=version,
+                retention_ms=retention_ms,
             )
         )
         assert isinstance(result, OffsetCommitResult)

@@ -60,10 +60,13 @@ class Coordinator:
     """A GroupCoordinator with topics, a fake clock and short-hand requests."""
 
     def __init__(
-        self, topics: dict[str, int] | None = None, classic_payloads: ClassicPayloads | None = None
+        self,
+        topics: dict[str, int] | None = None,
+        classic_payloads: ClassicPayloads | None = None,
+        config: CoordinatorConfig = CONFIG,
     ) -> None:
         self.state = GroupCoordinator(
-            CONFIG,
+            config,
             server_assignors=SERVER_ASSIGNORS,
             classic_payloads=classic_payloads,
             member_id_factory=lambda client_id: client_id,  # a classic member's id is its name
@@ -576,3 +579,31 @@ def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) ->
     b = restarted.heartbeat("b", 2)
     assert restarted.names(b) == t(3, 4, 5)
     store.close()
+
+
+def test_a_consumer_groups_offsets_are_kept_while_it_has_members_and_expire_once_empty() -> None:
+    retention, check = 20_000, 1_000
+    config = CoordinatorConfig(
+        **{**CONFIG.__dict__, "offsets_retention_ms": retention, "offsets_retention_check_interval_ms": check}
+    )
+    c = Coordinator(config=config)
+    a = c.heartbeat("a", 0)
+    commit = OffsetCommit(
+        group_id="g",
+        generation_id=a.member_epoch,
+        member_id="a",
+        group_instance_id=None,
+        offsets=(CommittedOffset(topic="t", partition=0, offset=3),),
+    )
+    assert c.request(commit) == OffsetCommitResult(errors=(("t", 0, ErrorCode.NONE),))
+    for _ in range(2 * retention // INTERVAL_MS):  # past the retention, heartbeating
+        c.advance(INTERVAL_MS)
+        assert c.heartbeat("a", a.member_epoch).error is ErrorCode.NONE
+    assert ("t", 0) in c.state._groups["g"].offsets
+    assert c.heartbeat("a", -1).error is ErrorCode.NONE  # the last member leaves
+    left_at = c.now
+    while ("t", 0) in c.state._groups["g"].offsets:
+        c.advance(check)  # one retention check after another
+        assert c.now - left_at <= retention + 2 * check, "the offsets of an empty group never expired"
+    # Counted from the first check that saw the group Empty (at most a check after it was).
+    assert c.now - left_at >= retention

@@ -7,6 +7,7 @@ Each test is a scenario on a fake clock, checked against what Kafka's classic Gr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from _group_driver import (
@@ -37,9 +38,11 @@ from coordinator_api.server._messages import (
     OffsetCommit,
     OffsetCommitResult,
     OffsetsCommitted,
+    OffsetsExpired,
     SyncGroupResult,
     Topic,
 )
+from coordinator_api.server._store import SqliteStore
 
 E = ErrorCode
 
@@ -1827,3 +1830,79 @@ def test_a_rebalance_no_member_rejoins_waits_for_the_static_members_sessions() -
     assert d.member_ids() == set(formed.ids.values())
     d.advance(30_000)  # their sessions end
     assert d.state() is GroupState.EMPTY
+
+
+# --- offset retention (KIP-211) ------------------------------------------------------------------
+
+RETENTION_MS = 10_000
+CHECK_MS = 100
+
+
+def retention_driver() -> Driver:
+    d = Driver(offsets_retention_ms=RETENTION_MS, offsets_retention_check_interval_ms=CHECK_MS)
+    d.create_topics(("t", 2, 1))
+    return d
+
+
+def test_offsets_of_a_group_that_only_stores_offsets_expire_after_each_commit(tmp_path: Path) -> None:
+    d = retention_driver()
+    assert d.commit("", -1, {("t", 0): 5}, group="simple") == {("t", 0): E.NONE}
+    d.advance(5_000)
+    assert d.commit("", -1, {("t", 1): 6}, group="simple") == {("t", 1): E.NONE}
+    d.advance(RETENTION_MS - 5_000)  # t=10 s: the first commit is 10 s old
+    assert set(d.fetched(group="simple")) == {("t", 1)}
+    assert [w.partitions for w in d.writes_of(OffsetsExpired)] == [(("t", 0),)]
+    d.advance(5_000)  # the second too: nothing is left, and the group goes
+    assert d.fetched(group="simple") == {}
+    assert d.state("simple") is GroupState.DEAD
+    assert [w.group_id for w in d.writes_of(GroupDeleted)] == ["simple"]
+    # What the data directory holds afterwards: nothing of the group.
+    store = SqliteStore(tmp_path)
+    store.apply(d.writes)
+    _topics, groups, offsets = store.load()
+    store.close()
+    assert (groups, offsets) == ([], [])
+
+
+def test_an_empty_groups_offsets_expire_after_it_became_empty_and_an_active_groups_never() -> None:
+    d = retention_driver()
+    formed = d.form_group(["a"])
+    a = formed.ids["a"]
+    assert d.commit(a, formed.generation, {("t", 0): 5}) == {("t", 0): E.NONE}
+    for _ in range(3 * RETENTION_MS // 1000):  # long past the retention, but with a member
+        d.advance(1000)
+        assert d.heartbeat(a, formed.generation) is E.NONE
+    assert set(d.fetched()) == {("t", 0)}
+    d.leave(a)
+    assert d.state() is GroupState.EMPTY
+    d.advance(RETENTION_MS - CHECK_MS)  # counted from when it became Empty, not from the commit
+    assert set(d.fetched()) == {("t", 0)}
+    d.advance(CHECK_MS)
+    assert d.fetched() == {}
+    assert d.state() is GroupState.DEAD
+
+
+def test_an_offset_commit_v2_to_v4_may_set_its_own_retention() -> None:
+    d = retention_driver()
+    formed = d.form_group(["a"])
+    a = formed.ids["a"]
+    assert d.commit(a, formed.generation, {("t", 0): 5}, version=2, retention_ms=300) == {("t", 0): E.NONE}
+    assert d.commit(a, formed.generation, {("t", 1): 6}, version=2) == {("t", 1): E.NONE}
+    d.advance(300)  # its own expiry applies even to a group with members, as in Kafka
+    assert d.heartbeat(a, formed.generation) is E.NONE
+    assert set(d.fetched()) == {("t", 1)}
+
+
+def test_restored_offsets_get_a_whole_retention_from_the_restart() -> None:
+    d = retention_driver()
+    d.commit("", -1, {("t", 0): 5}, group="simple")
+    stored = [(g, o) for w in d.writes_of(OffsetsCommitted) for g in [w.group_id] for o in w.offsets]
+    restarted = Driver(offsets_retention_ms=RETENTION_MS, offsets_retention_check_interval_ms=CHECK_MS)
+    restarted.now = 50_000
+    restarted.coordinator.restore(
+        topics=d.coordinator.topics(), groups=[], offsets=stored, now_ms=restarted.now
+    )
+    restarted.advance(RETENTION_MS - CHECK_MS)
+    assert set(restarted.fetched(group="simple")) == {("t", 0)}
+    restarted.advance(CHECK_MS)
+    assert restarted.fetched(group="simple") == {}
