@@ -133,6 +133,7 @@ def run_kafka_python(args: argparse.Namespace, stop: threading.Event) -> None:
         heartbeat_interval_ms=max(args.session_ms // 6, 100),
         partition_assignment_strategy=[assignors[args.assignor]],
         enable_auto_commit=False,
+        **({"max_poll_interval_ms": args.max_poll_ms} if args.max_poll_ms else {}),
     )
     # Learn the topic's partitions before joining. A kafka-python 3.0.12 leader that joins
     # before its metadata arrives assigns nothing and rejoins when the metadata comes; if a poll
@@ -284,6 +285,8 @@ def main() -> None:
     parser.add_argument("--instance-id")
     parser.add_argument("--assignor", default="range")
     parser.add_argument("--session-ms", type=int, default=6000)
+    # kafka-python only: max_poll_interval_ms, its rebalance timeout (kafka-python's default if unset).
+    parser.add_argument("--max-poll-ms", type=int)
     parser.add_argument("--commit-every-ms", type=int, default=0)
     # librdkafka and ours: "consumer" is KIP-848's protocol (the topic may be a regex, "^ev.*").
     parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")

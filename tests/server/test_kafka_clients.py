@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
-from kafka.protocol.consumer.group import OffsetCommitRequest, OffsetCommitResponse
+from kafka.protocol.consumer.group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+)
 from member_processes import (
     MemberProcess,
     MembershipRecorder,
@@ -297,3 +303,111 @@ def committed_offline(data_dir: str) -> dict[TopicPartition, int]:
     finally:
         store.close()
     return {TopicPartition(o.topic, o.partition): o.offset for group, o in offsets if group == "g"}
+
+
+# --- conformance with Kafka's group coordinator, with real clients (see test_differential.py) -----
+
+
+@pytest.mark.kafka_python
+def test_an_absent_static_leader_is_replaced_and_stays_in_the_group(
+    coordinator: EmbeddedCoordinator, membership: MembershipRecorder
+) -> None:
+    """Static kafka-python members, session 20 s (a heartbeat every 3.3 s), rebalance timeout
+    8 s. The leader is paused (SIGSTOP) and a third member joins: when the rebalance times out,
+    a member that rejoined leads and assigns over all three (the paused static member keeps its
+    place and its share until its session ends), as Kafka's maybeElectNewJoinedLeader does,
+    instead of naming the absent leader and waiting for it; the paused member is not evicted by
+    the rebalance. (What the paused member believes it owns is its own business: it learns only
+    when resumed.)"""
+
+    def static(name: str) -> MemberProcess:
+        return MemberProcess(
+            "kafka-python",
+            coordinator.bootstrap_servers,
+            name,
+            group="absent-leader",
+            instance_id=f"{name}-instance",
+            session_ms=20_000,
+            max_poll_ms=8_000,
+        )
+
+    leader = static("kl-0")
+    members = [leader]
+    with running_members(members):
+        wait_for(lambda: owned_exactly_once([leader], PARTITIONS), SETTLE_S, "the first member to lead")
+        members.append(static("kl-1"))
+        settle(members, "two static members")
+        leader.pause()
+        members.append(static("kl-2"))
+        owned_without_leader = wait_for(
+            lambda: all(m.owned for m in members[1:]) and sum(len(m.owned) for m in members[1:]) == 8,
+            SETTLE_S,
+            "the members that rejoined to share 8 partitions, 4 staying with the paused leader",
+        )
+        assert owned_without_leader
+        gone = [
+            e for e in membership.events if e.group_id == "absent-leader" and e.kind in ("removed", "expired")
+        ]
+        assert not gone, f"the paused static leader was evicted by the rebalance: {gone}"
+        leader.resume()
+        settle(members, "the resumed member to rejoin")
+    assert not overlapping_ownership(members[1:])
+
+
+@pytest.mark.kafka_python
+def test_the_first_rebalance_does_not_wait_for_a_member_that_never_came_back(
+    coordinator: EmbeddedCoordinator,
+) -> None:
+    """A JoinGroup answered MEMBER_ID_REQUIRED whose client never comes back (session 30 s)
+    does not hold up the first rebalance of the group (no initial delay here, as in Kafka's 0 ms
+    timer): a kafka-python member settles at once, not after that session."""
+    request = JoinGroupRequest(
+        version=5,
+        group_id="pending-first",
+        session_timeout_ms=30_000,
+        rebalance_timeout_ms=30_000,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+    )
+    request.with_header(correlation_id=1, client_id="vanishing")
+    host, port = coordinator.bootstrap_servers.rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(bytes(request.encode(header=True, framed=True)))
+        size = int.from_bytes(sock.recv(4), "big")
+        answer = JoinGroupResponse.decode(sock.recv(size), version=5, header=True)
+    assert answer.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    (member,) = start(coordinator, "kafka-python", ["kp-first"], group="pending-first")
+    with running_members([member]):
+        wait_for(
+            lambda: owned_exactly_once([member], PARTITIONS), 20, "the member to settle without the other"
+        )
+
+
+@pytest.mark.kafka_python
+def test_a_member_beyond_the_group_max_size_is_turned_away(membership: MembershipRecorder) -> None:
+    """``max_group_size`` with real clients: a third kafka-python member of a group limited to
+    two is turned away (GROUP_MAX_SIZE_REACHED) and gets nothing; the two keep every partition
+    without a rebalance."""
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500, max_group_size=2)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
+        members = start(coordinator, "kafka-python", ["kmax-0", "kmax-1"], group="max-size")
+        with running_members(members):
+            settle(members, "two members")
+            before = [m.owned for m in members]
+            generations = len(membership.of("generation", "max-size"))
+            (third,) = start(coordinator, "kafka-python", ["kmax-2"], group="max-size")
+            third.ended_by_test = True  # kafka-python may give up on GROUP_MAX_SIZE_REACHED
+            members.append(third)
+            wait_for(
+                lambda: (
+                    "GroupMaxSizeReached" in third.stderr_text()
+                    or "GROUP_MAX_SIZE_REACHED" in third.stderr_text()
+                ),
+                SETTLE_S,
+                "the third member to be turned away",
+            )
+            assert not third.owned
+            assert [m.owned for m in members[:2]] == before
+            assert len(membership.of("generation", "max-size")) == generations
