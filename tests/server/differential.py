@@ -38,6 +38,9 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 
 HOST: Final = "127.0.0.1"
 TIMEOUT_S: Final = 30.0
+# How far the waits of timed requests (a rebalance timeout, a session) may differ between the
+# two servers: scheduling on a loaded machine, not behaviour.
+TIMING_TOLERANCE_S: Final = 1.5
 
 #: Differences between the two servers that are intended, not faults.
 ALLOWED: Final = {
@@ -89,24 +92,35 @@ class Member:
         self.member_id = ""
         self.sock = socket.create_connection(coordinator, timeout=TIMEOUT_S)
         self._correlation = 0
-        self._waiting: dict[int, tuple[str, Any, int]] = {}  # correlation -> (label, class, version)
+        # correlation -> (label, class, version, sent at, whether the wait is compared)
+        self._waiting: dict[int, tuple[str, Any, int, float, bool]] = {}
 
-    def send(self, label: str, request: Any) -> int:
-        """Send ``request`` (built at its version); read its answer with :meth:`answer`."""
+    def send(self, label: str, request: Any, *, timed: bool = False) -> int:
+        """Send ``request`` (built at its version); read its answer with :meth:`answer`. A
+        ``timed`` request's wait for its answer is compared too (within ``TIMING_TOLERANCE_S``):
+        one that waits for a rebalance or a session timeout."""
         self._correlation += 1
         request.with_header(correlation_id=self._correlation, client_id=self.client)
         self.sock.sendall(bytes(request.encode(header=True, framed=True)))
         response_class = RESPONSES[type(request).__name__.split("_")[0]]
-        self._waiting[self._correlation] = (label, response_class, request.API_VERSION)
+        self._waiting[self._correlation] = (
+            label,
+            response_class,
+            request.API_VERSION,
+            time.monotonic(),
+            timed,
+        )
         return self._correlation
 
     def answer(self, correlation: int) -> Any:
         """Read the answer to the request ``correlation`` and record it in the transcript."""
-        label, response_class, version = self._waiting.pop(correlation)
+        label, response_class, version, sent_at, timed = self._waiting.pop(correlation)
         (size,) = struct.unpack(">i", _recv_exact(self.sock, 4))
         response = response_class.decode(_recv_exact(self.sock, size), version=version, header=True)
         assert response.header.correlation_id == correlation, (label, response)
         self.peer.record(self, label, response)
+        if timed:
+            self.peer.transcript.steps[-1][1]["waited_s"] = time.monotonic() - sent_at
         return response
 
     def call(self, label: str, request: Any) -> Any:
@@ -264,7 +278,12 @@ def differences(kafka: Transcript, embedded: Transcript) -> list[str]:
     for i, ((label_k, k), (label_e, e)) in enumerate(zip(kafka.steps, embedded.steps, strict=False)):
         assert label_k == label_e, (i, label_k, label_e)
         for key in sorted(set(k) | set(e)):
-            if k.get(key) != e.get(key):
+            if key == "waited_s" and key in k and key in e:
+                if abs(k[key] - e[key]) > TIMING_TOLERANCE_S:
+                    found.append(
+                        f"step {i} {label_k}: waited {k[key]:.2f} s on Kafka, {e[key]:.2f} s embedded"
+                    )
+            elif k.get(key) != e.get(key):
                 found.append(f"step {i} {label_k}: {key}: Kafka {k.get(key)!r}, embedded {e.get(key)!r}")
     if len(kafka.steps) != len(embedded.steps):
         found.append(

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from coordinator_consumer import TopicPartition, encode_assignment, encode_subscription
 from differential import Member, Peer, differences, run
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import (
     HeartbeatRequest,
@@ -262,10 +264,12 @@ def an_absent_static_leader_is_replaced(peer: Peer) -> None:
     b.answer(b_syncs)
     changed = join(b, instance="ib")
     changed.protocols[0].metadata = encode_subscription([TOPIC, "another-topic"])
-    b_rejoins = b.send("b: rejoin with a new subscription", changed)
+    b_rejoins = b.send(
+        "b: rejoin with a new subscription (answered at the rebalance timeout)", changed, timed=True
+    )
     peer.wait_for_state("PreparingRebalance")
     a.call("a: heartbeat (does not rejoin)", heartbeat(a, 2, instance="ia"))
-    b.answer(b_rejoins)  # after the rebalance timeout
+    b.answer(b_rejoins)
     a.call("a: heartbeat, its generation has passed", heartbeat(a, 2, instance="ia"))
 
 
@@ -298,3 +302,109 @@ def test_the_embedded_coordinator_answers_as_kafka_does(
     on_embedded = run("embedded", embedded.bootstrap_servers, scenario)
     found = differences(on_kafka, on_embedded)
     assert not found, "\n".join(found)
+
+
+# --- generated sequences --------------------------------------------------------------------------
+#
+# Sequences of whole steps, each of which every member carries out as a Kafka client would
+# (a rebalance is every member rejoining and syncing), drawn by hypothesis and run against both
+# servers. Steps are chosen so that each answer depends only on the order of requests, never on
+# timing: both servers must then give the same transcript.
+
+
+class Group:
+    """The members of a generated run and what they learnt from their own answers."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.members: list[Member] = []
+        self.generation = -1
+        self.leader = ""
+        self.clients = 0
+
+    def rebalance(self, newcomer: Member | None) -> None:
+        """Everyone (and ``newcomer``, if any) joins; the leader assigns one partition each
+        (round robin over the two); everyone syncs."""
+        joining = list(self.members)
+        waits = []
+        if newcomer is not None:
+            newcomer.call(f"{newcomer.client}: join without an id", join(newcomer))
+            waits.append((newcomer, newcomer.send(f"{newcomer.client}: join", join(newcomer))))
+            if self.members:
+                self.peer.wait_for_state("PreparingRebalance")
+            joining.append(newcomer)
+        for m in self.members:
+            if newcomer is not None:
+                m.call(f"{m.client}: heartbeat (told to rejoin)", heartbeat(m, self.generation))
+            waits.append((m, m.send(f"{m.client}: rejoin", join(m))))
+        answers = [(m, m.answer(ref)) for m, ref in waits]
+        self.members = joining
+        (self.generation,) = {a.generation_id for _, a in answers}
+        (self.leader,) = {a.leader for _, a in answers}
+        leader = next(m for m in self.members if m.member_id == self.leader)
+        syncs = [
+            (m, m.send(f"{m.client}: sync", sync(m, self.generation)))
+            for m in self.members
+            if m is not leader
+        ]
+        if syncs:
+            self.peer.wait_for_state("CompletingRebalance")
+        plan = {m: assignment(i % 2) for i, m in enumerate(self.members)}
+        leader.call(f"{leader.client}: sync as leader", sync(leader, self.generation, plan))
+        for m, ref in syncs:
+            m.answer(ref)
+
+    def step(self, kind: str, index: int, delta: int) -> None:
+        if kind == "join" or not self.members:
+            self.clients += 1
+            self.rebalance(self.peer.member(f"c{self.clients}"))
+            return
+        m = self.members[index % len(self.members)]
+        if kind == "heartbeat":
+            m.call(f"{m.client}: heartbeat, generation {delta:+d}", heartbeat(m, self.generation + delta))
+        elif kind == "commit":
+            m.call(f"{m.client}: commit, generation {delta:+d}", commit(m, self.generation + delta))
+        elif kind == "sync":  # a stray SyncGroup in a Stable group
+            m.call(f"{m.client}: sync, generation {delta:+d}", sync(m, self.generation + delta))
+        elif kind == "describe":
+            m.call("describe", describe(m))
+        else:  # leave; the others rejoin
+            m.call(f"{m.client}: leave", leave(m, (m.member_id, None)))
+            self.members.remove(m)
+            if self.members:
+                for other in self.members:
+                    other.call(
+                        f"{other.client}: heartbeat (a member left)", heartbeat(other, self.generation)
+                    )
+                self.rebalance(None)
+
+
+steps_st = st.lists(
+    st.tuples(
+        st.sampled_from(["join", "heartbeat", "commit", "sync", "describe", "leave"]),
+        st.integers(0, 3),
+        st.sampled_from([-1, 0, 0, 1]),
+    ),
+    min_size=3,
+    max_size=10,
+)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(steps=steps_st)
+def test_generated_sequences_are_answered_as_kafka_answers_them(
+    steps: list[tuple[str, int, int]], kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
+) -> None:
+    def scenario(peer: Peer) -> None:
+        group = Group(peer)
+        for kind, index, delta in steps:
+            group.step(kind, index, delta)
+
+    scenario.__name__ = "generated"
+    kinds = [kind for kind, _, _ in steps]
+    event(f"{kinds.count('join')} join(s), {kinds.count('leave')} leave(s)")
+    found = differences(
+        run("kafka", kafka_with_topic.bootstrap_servers, scenario),
+        run("embedded", embedded.bootstrap_servers, scenario),
+    )
+    assert not found, f"{steps}:\n" + "\n".join(found)
