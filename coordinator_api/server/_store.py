@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._messages import (
@@ -31,6 +33,7 @@ from coordinator_api.server._messages import (
 )
 
 DATABASE_NAME = "coordinator.sqlite3"
+LOCK_NAME = "coordinator.lock"
 _SCHEMA_VERSION = 1
 
 _SCHEMA = """
@@ -162,12 +165,40 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
     )
 
 
+def _lock_data_dir(data_dir: Path) -> IO[str]:
+    """Hold ``<data_dir>/coordinator.lock`` exclusively (``flock``) for as long as the returned
+    file is open, with this process's id in it: two coordinators on one data directory would
+    overwrite each other's state, so the second refuses to start, naming the first."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(data_dir / LOCK_NAME, "a+", encoding="utf-8")  # noqa: SIM115 - held open
+    except OSError as exc:
+        raise CoordinatorStartError(
+            f"cannot use data directory {data_dir}: {exc}; check that it is writable"
+        ) from exc
+    try:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        raise CoordinatorStartError(
+            f"data directory {data_dir} is in use by another coordinator (process {holder}); "
+            "stop it first, or give this one a data directory of its own"
+        ) from None
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
+
+
 class SqliteStore:
     """The coordinator's state under a data directory (``<data_dir>/coordinator.sqlite3``)."""
 
     def __init__(self, data_dir: Path) -> None:
+        self._lock = _lock_data_dir(data_dir)
         try:
-            data_dir.mkdir(parents=True, exist_ok=True)
             self.path = data_dir / DATABASE_NAME
             # The event loop thread is the only writer; check_same_thread=False lets the
             # embedded coordinator open it on the caller's thread first.
@@ -177,6 +208,7 @@ class SqliteStore:
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except (OSError, sqlite3.Error) as exc:
+            self._lock.close()
             raise CoordinatorStartError(
                 f"cannot use data directory {data_dir}: {exc}; check that it is writable and "
                 "not used by another coordinator"
@@ -289,3 +321,4 @@ class SqliteStore:
 
     def close(self) -> None:
         self._db.close()
+        self._lock.close()  # closing the file releases the lock

@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -54,7 +58,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api import CoordinatorConfig, CoordinatorStartError, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import MembershipEvent
 
@@ -1240,3 +1244,28 @@ def test_create_topics_rejects_an_absurd_partition_count(srv: tuple[EmbeddedCoor
     response = call(sock, request, CreateTopicsResponse, 1)
     # Never send Metadata here: with the bug present it would hang the server.
     assert [t.error_code for t in response.topics] != [NONE]
+
+
+# --- the data directory -------------------------------------------------------------------------
+
+
+def test_a_second_coordinator_on_the_same_data_directory_refuses_to_start(tmp_path: Path) -> None:
+    """Two coordinators on one data directory would overwrite each other's state: the second
+    stops with one line naming the first; once the first is gone, the directory is free."""
+    with EmbeddedCoordinator(data_dir=tmp_path):
+        with pytest.raises(
+            CoordinatorStartError, match=rf"in use by another coordinator \(process {os.getpid()}\)"
+        ):
+            EmbeddedCoordinator(data_dir=tmp_path).start()
+        second = subprocess.run(
+            [sys.executable, "-m", "coordinator_api", "serve", "--port", "0", "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert second.returncode != 0
+        assert f"in use by another coordinator (process {os.getpid()})" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1, second.stderr
+    with EmbeddedCoordinator(data_dir=tmp_path) as again:  # released on stop
+        assert again.bootstrap_servers
