@@ -153,6 +153,26 @@ def stable_pair(peer: Peer) -> tuple[Member, Member, int]:
     return a, b, 2
 
 
+def static_pair(peer: Peer, *, heartbeat_first: bool = False) -> tuple[Member, Member]:
+    """Static members a (instance ia, the leader) and b (ib), Stable in generation 2; with
+    ``heartbeat_first``, a learns of b's arrival from a heartbeat before rejoining."""
+    a, b = peer.member("a"), peer.member("b")
+    a.call("a: join (static)", join(a, instance="ia"))
+    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}, instance="ia"))
+    b_joins = b.send("b: join (static)", join(b, instance="ib"))
+    peer.wait_for_state("PreparingRebalance")
+    if heartbeat_first:
+        a.call("a: heartbeat (a rebalance began)", heartbeat(a, 1, instance="ia"))
+    a_joins = a.send("a: rejoin", join(a, instance="ia"))
+    a.answer(a_joins)
+    b.answer(b_joins)
+    b_syncs = b.send("b: sync", sync(b, 2, instance="ib"))
+    peer.wait_for_state("CompletingRebalance")
+    a.call("a: sync as leader", sync(a, 2, {a: assignment(0), b: assignment(1)}, instance="ia"))
+    b.answer(b_syncs)
+    return a, b
+
+
 # --- scenarios -----------------------------------------------------------------------------------
 
 
@@ -172,19 +192,7 @@ def join_sync_heartbeat_and_leave(peer: Peer) -> None:
 
 
 def static_members_restart(peer: Peer) -> None:
-    a, b = peer.member("a"), peer.member("b")
-    a.call("a: join (static)", join(a, instance="ia"))
-    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}, instance="ia"))
-    b_joins = b.send("b: join (static)", join(b, instance="ib"))
-    peer.wait_for_state("PreparingRebalance")
-    a.call("a: heartbeat (a rebalance began)", heartbeat(a, 1, instance="ia"))
-    a_joins = a.send("a: rejoin", join(a, instance="ia"))
-    a.answer(a_joins)
-    b.answer(b_joins)
-    b_syncs = b.send("b: sync", sync(b, 2, instance="ib"))
-    peer.wait_for_state("CompletingRebalance")
-    a.call("a: sync as leader", sync(a, 2, {a: assignment(0), b: assignment(1)}, instance="ia"))
-    b.answer(b_syncs)
+    a, b = static_pair(peer, heartbeat_first=True)
     # b restarts: a new member id for instance ib, the same generation and assignment.
     b2 = peer.member("b-restarted")
     b2.call("b restarted: join", join(b2, instance="ib", member_id=""))
@@ -250,18 +258,7 @@ def first_rebalance_and_a_pending_member(peer: Peer) -> None:
 def an_absent_static_leader_is_replaced(peer: Peer) -> None:
     """Static a leads; b rejoins with a new subscription while a only heartbeats: when the
     rebalance times out, b leads the next generation, with a still in it."""
-    a, b = peer.member("a"), peer.member("b")
-    a.call("a: join (static)", join(a, instance="ia"))
-    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}, instance="ia"))
-    b_joins = b.send("b: join (static)", join(b, instance="ib"))
-    peer.wait_for_state("PreparingRebalance")
-    a_joins = a.send("a: rejoin", join(a, instance="ia"))
-    a.answer(a_joins)
-    b.answer(b_joins)
-    b_syncs = b.send("b: sync", sync(b, 2, instance="ib"))
-    peer.wait_for_state("CompletingRebalance")
-    a.call("a: sync as leader", sync(a, 2, {a: assignment(0), b: assignment(1)}, instance="ia"))
-    b.answer(b_syncs)
+    a, b = static_pair(peer)
     changed = join(b, instance="ib")
     changed.protocols[0].metadata = encode_subscription([TOPIC, "another-topic"])
     b_rejoins = b.send(
