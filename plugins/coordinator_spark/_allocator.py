@@ -140,7 +140,10 @@ def allocate(
         for i in order:
             where = get_previous(unit_ids[i])
             j = index_of.get(where) if where is not None else None
-            if j is not None and load[j] + weights[i] / 2 <= target[j] + _EPSILON:
+            # An executor keeps a previous unit while its load, rounded to the nearest unit,
+            # fits its target; and it keeps at least one (with fewer units than executors the
+            # target rounds to nothing, and a join would move every unit for no balance gained).
+            if j is not None and (load[j] == 0 or load[j] + weights[i] / 2 <= target[j] + _EPSILON):
                 load[j] += weights[i]
                 owner[i] = j
             else:
