@@ -165,6 +165,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _stopped(pid: int) -> bool | None:
+    """Whether the process is stopped (SIGSTOP delivered), from /proc; None where there is no
+    /proc to read (the signal is then taken as delivered)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    return state in ("T", "t")
+
+
 def _accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
@@ -408,18 +419,23 @@ class KafkaCluster:
         self._end(self.broker(node_id), signal.SIGKILL, grace=10.0)
 
     def pause_broker(self, node_id: int) -> None:
-        """SIGSTOP one node: its sockets stay open and it answers nothing."""
+        """SIGSTOP one node, and wait until it has stopped: its sockets stay open and it
+        answers nothing."""
         broker = self.broker(node_id)
         if broker.process is None or not broker.running:
             raise KafkaClusterError(f"broker {node_id} is not running")
+        pid = broker.process.pid
         broker.process.send_signal(signal.SIGSTOP)
         broker.paused = True
+        self._wait(lambda: _stopped(pid) is not False, f"broker {node_id} to stop")
 
     def resume_broker(self, node_id: int) -> None:
-        """SIGCONT a paused node."""
+        """SIGCONT a paused node, and wait until it runs again."""
         broker = self.broker(node_id)
         if broker.process is not None and broker.running:
+            pid = broker.process.pid
             broker.process.send_signal(signal.SIGCONT)
+            self._wait(lambda: _stopped(pid) is not True, f"broker {node_id} to resume")
         broker.paused = False
 
     def start_broker(self, node_id: int) -> None:
