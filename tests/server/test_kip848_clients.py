@@ -60,6 +60,9 @@ SETTLE_S = 90  # JVMs start slowly on two loaded cores
 UNKNOWN_TOPIC_ID = 100
 # Member processes stamp their reports with time.time(), the membership log with time.monotonic().
 WALL_MINUS_MONOTONIC = time.time() - time.monotonic()
+# The coordinator logs a membership event after sending the replies it caused, so a member may
+# report what an expiry gave it a fraction of a millisecond before the expiry's log time.
+EVENT_LOG_LAG_S = 0.05
 
 
 def kip848_config(session_ms: int = SESSION_MS) -> CoordinatorConfig:
@@ -292,7 +295,9 @@ def join_scale_kill_leave(
         if membership is not None:
             expired = logged(membership, "expired", group, ids[victim.name])
             assert expired, "the killed member did not expire"
-            assert taken > expired[0], "the killed member's partitions moved before its session ended"
+            assert taken > expired[0] - EVENT_LOG_LAG_S, (
+                "the killed member's partitions moved before its session ended"
+            )
             figures["SIGKILL expired after s"] = expired[0] - victim.ended_at
 
         # SIGTERM: the client leaves the group (epoch -1) and the last member takes everything.
@@ -538,7 +543,7 @@ def test_a_member_that_never_revokes_stalls_only_what_it_must_give_up(membership
             assert all(m.member_id != frozen_id for m in final.members)
             assert (
                 min(acquired_at(other, before["ra"], since) + acquired_at(newcomer, before["ra"], since))
-                > expired[0]
+                > expired[0] - EVENT_LOG_LAG_S
             )
             assert moves(other, since)[1] == before["jb"] - kept
             assert kept <= held(other)
