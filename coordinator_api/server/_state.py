@@ -512,11 +512,8 @@ class GroupCoordinator:
             return
         generation, members = found
         group = self._groups.get(group_id) or _Group(group_id)
-        candidate = _Group(group_id)
-        for snap in members:
-            candidate.add(_Member.from_snapshot(snap))
-        if not candidate.candidate_protocols():
-            return
+        if not set.intersection(*({name for name, _ in snap.protocols} for snap in members)):
+            return  # no protocol every member supports: a classic group could not form
         self._consumer_groups.forget(group_id)
         self._groups[group_id] = group
         group.generation_id, group.protocol_type = generation, PROTOCOL_TYPE
