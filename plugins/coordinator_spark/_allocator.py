@@ -10,7 +10,10 @@ Three passes over the units, heaviest first (ties by id, so the result is determ
 2. **Place.** Every other unit goes, as in LPT scheduling, to the executor whose load per core
    after taking it is lowest. A unit with preferred hosts goes to the best executor on one of
    those hosts instead when that does not raise the highest load per core of the group nor
-   exceed the best choice overall: locality when it is free, never at the cost of balance.
+   exceed the best choice overall: locality when it is free, never at the cost of balance. A
+   unit the keep pass let go returns to its previous executor when that stands as low as the
+   choice made (stickiness breaks ties, and beats locality: a running unit is not moved only
+   to be local), and among equally heavy ones, those likeliest to move anyway go first.
 3. **Repair.** If the loads per core still spread by more than the heaviest unit's weight per
    core (possible only when the keep pass rounded up), the lightest unit of the most loaded
    executor moves to the least loaded one until they do not. Each move lowers
@@ -32,6 +35,7 @@ depends on ``w`` only across core counts). 100,000 units over 1,000 executors ta
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -135,11 +139,14 @@ def allocate(
 
     # 1. Keep.
     rest: list[int] = []
+    was = [-1] * len(unit_ids)  # the index of each unit's previous executor, -1 for none
     if previous:
         get_previous = previous.get
         for i in order:
             where = get_previous(unit_ids[i])
             j = index_of.get(where) if where is not None else None
+            if j is not None:
+                was[i] = j
             # An executor keeps a previous unit while its load, rounded to the nearest unit,
             # fits its target; and it keeps at least one (with fewer units than executors the
             # target rounds to nothing, and a join would move every unit for no balance gained).
@@ -148,17 +155,26 @@ def allocate(
                 owner[i] = j
             else:
                 rest.append(i)
+        # Among equally heavy units let go, the one whose previous executor would stand highest
+        # with it goes first: it is the likeliest to move anyway, so it takes the lowest place
+        # and leaves the others their previous executors (never: A takes the newcomer's place
+        # and B takes A's). Units that never ran go last, into what is left.
+        back_value = {
+            i: (load[was[i]] + weights[i]) / cores[was[i]] if was[i] >= 0 else -math.inf for i in rest
+        }
+        rest.sort(key=lambda i: (-weights[i], -back_value[i]))
     else:
         rest = order
 
     # 2. Place.
     unit_hosts = [u.preferred_hosts for u in units]
     if not any(unit_hosts):
-        _place_by_cores(rest, weights, cores, load, owner)
+        _place_by_cores(rest, weights, was, cores, load, owner)
     else:
-        # Units that prefer hosts go before equally heavy ones that do not, which fit anywhere.
-        rest = sorted(rest, key=lambda i: (-weights[i], not unit_hosts[i]))
-        _place(ordered, rest, weights, unit_hosts, cores, load, owner, total_weight / total_cores)
+        # Units that prefer hosts go before equally heavy ones that do not (and that fit
+        # anywhere), after the order above; a stable sort keeps it.
+        rest = sorted(rest, key=lambda i: (-weights[i], was[i] < 0 and not unit_hosts[i]))
+        _place(ordered, rest, weights, was, unit_hosts, cores, load, owner, total_weight / total_cores)
 
     # 3. Repair (only after rounding in the keep pass can the bound be exceeded).
     if previous and weights:
@@ -172,20 +188,36 @@ def allocate(
 
 
 def _place_by_cores(
-    rest: list[int], weights: list[float], cores: list[int], load: list[float], owner: list[int]
+    rest: list[int],
+    weights: list[float],
+    was: list[int],
+    cores: list[int],
+    load: list[float],
+    owner: list[int],
 ) -> None:
-    """The placement pass when no unit prefers a host: one exact min-heap of (load, index) per
-    core count; the next unit goes to the head whose load per core would be lowest with it."""
+    """The placement pass when no unit prefers a host: a lazy min-heap of (load, index) per core
+    count; the next unit goes to the head whose load per core would be lowest with it, or back
+    to its previous executor when that is as good."""
     by_cores: dict[int, _Heap] = {}
     for j, current in enumerate(load):
         by_cores.setdefault(cores[j], []).append((current, j))
-    replace = heapq.heapreplace
+    push, replace, pop = heapq.heappush, heapq.heapreplace, heapq.heappop
     if len(by_cores) == 1:  # the common case, kept free of the per-class loop
-        ((_, heap),) = by_cores.items()
+        ((core_count, heap),) = by_cores.items()
         heapq.heapify(heap)
         for i in rest:
             current, j = heap[0]
-            current += weights[i]
+            while current != load[j]:  # stale: that executor took a unit off the heap's head
+                pop(heap)
+                current, j = heap[0]
+            w = weights[i]
+            back = was[i]
+            if back >= 0 and back != j and load[back] <= current + _EPSILON * core_count:
+                load[back] += w
+                owner[i] = back
+                push(heap, (load[back], back))
+                continue
+            current += w
             load[j] = current
             owner[i] = j
             replace(heap, (current, j))
@@ -195,21 +227,18 @@ def _place_by_cores(
         heapq.heapify(heap)
     for i in rest:
         w = weights[i]
-        best, best_j, best_heap = float("inf"), -1, classes[0][1]
-        for core_count, heap in classes:
-            current, j = heap[0]
-            value = (current + w) / core_count
-            if value < best or (value == best and j < best_j):
-                best, best_j, best_heap = value, j, heap
-        load[best_j] += w
-        owner[i] = best_j
-        replace(best_heap, (load[best_j], best_j))
+        best, j = _lowest(classes, load, w)
+        j = _sticky(was[i], j, best, load, cores, w)
+        load[j] += w
+        owner[i] = j
+        push(by_cores[cores[j]], (load[j], j))
 
 
 def _place(
     ordered: list[Executor],
     rest: list[int],
     weights: list[float],
+    was: list[int],
     unit_hosts: list[frozenset[str]],
     cores: list[int],
     load: list[float],
@@ -247,13 +276,21 @@ def _place(
                         local, local_j = value, j
             if local_j >= 0 and local <= max(best, highest, average) + _EPSILON:
                 best, best_j = local, local_j
-        j = best_j
+        j = _sticky(was[i], best_j, best, load, cores, w)
         load[j] += w
         owner[i] = j
         entry = (load[j], j)
         push(by_cores[cores[j]], entry)
         push(by_host[hosts[j]][cores[j]], entry)
-        highest = max(highest, best)
+        highest = max(highest, load[j] / cores[j])
+
+
+def _sticky(back: int, chosen: int, value: float, load: list[float], cores: list[int], weight: float) -> int:
+    """The unit's previous executor ``back`` when it would stand as low with the unit as the
+    ``chosen`` one does (``value``), else ``chosen``."""
+    if back >= 0 and back != chosen and (load[back] + weight) / cores[back] <= value + _EPSILON:
+        return back
+    return chosen
 
 
 def _executor_id(executor: Executor) -> str:

@@ -27,6 +27,11 @@ def per_core(allocation: dict[str, tuple[str, ...]], executors: list[Executor], 
     return {e: sum(weight[u] for u in us) / cores[e] for e, us in allocation.items()}
 
 
+def hosted(preferences: list[set[str]]) -> list[WorkUnit]:
+    """Units u0, u1, ... of weight 1, each preferring the hosts given for it."""
+    return [WorkUnit(f"u{i}", preferred_hosts=frozenset(hosts)) for i, hosts in enumerate(preferences)]
+
+
 weights = st.one_of(
     st.just(1.0),
     st.floats(min_value=0.01, max_value=100.0, allow_nan=False),
@@ -186,16 +191,30 @@ def test_a_leave_moves_little_more_than_the_leavers_units(workload, data) -> Non
     assert moved <= minimum + heaviest + EPSILON
 
 
-# Known gap, left for the allocator's next change: the placement pass does not prefer a unit's
-# previous executor among equally good ones, so a join can swap two units between executors
-# (e.g. 5 one-core and 2 three-core executors, 6 units, two of them preferring the one host:
-# 2 units move where the bound allows 1.46). Random draws find such cases now and then, so this
-# property runs on a fixed, reproducible set of draws until placement is sticky on ties.
+# Known gap: the placement pass is greedy. It sends a unit back to its previous executor when
+# that is as good as the lowest, and places the units likeliest to move first, but it can still
+# chain moves (unit A takes the place B's executor had, B goes elsewhere): about 1 join in 2,000
+# random small workloads moves one unit more than this bound, never more than two. So this
+# property runs on a fixed, reproducible set of draws; the examples are joins that broke it.
 @settings(parent=PROPERTY, derandomize=True)
 @given(workload=workloads(), cores=st.integers(1, 4))
 @example(  # fewer units than executors: the keep pass once moved every unit to the newcomer
     workload=([Executor(f"e{k}", host="h0") for k in range(9)], [WorkUnit("u0"), WorkUnit("u1")]),
     cores=2,
+)
+@example(  # equal choices: a let-go unit once went to the lowest index, not back where it was
+    workload=(
+        [Executor("e0", "h0", 3), Executor("e1", "h1", 2), Executor("e2", "h0", 2), Executor("e3", "h0", 2)],
+        hosted([{"h0", "h1"}, {"x"}, set(), {"x"}, {"h0", "x"}, set(), set(), set()]),
+    ),
+    cores=2,
+)
+@example(  # a unit once left its executor only to be local, and another took its place
+    workload=(
+        [Executor(f"e{k}", "h0", c) for k, c in enumerate([1, 3, 3, 4, 1, 3, 1])],
+        hosted([{"h0", "x"}, {"h0"}, {"h0"}, {"h0", "x"}, {"h0", "x"}, set()]),
+    ),
+    cores=3,
 )
 def test_a_join_moves_little_more_than_the_newcomers_share(workload, cores: int) -> None:
     executors, units = workload
