@@ -41,6 +41,15 @@ Rules:
   UNRELEASED_INSTANCE_ID (a static member's previous process still holds its place) retry after
   a backoff; FENCED_INSTANCE_ID is final; errors a retry cannot fix (an unsupported assignor, a
   full group, an invalid regex) become :class:`Fail`.
+* **A static member starts over by releasing its place first.** The coordinator refuses a
+  join (epoch 0) for an instance id whose member is still active, even from that same member
+  (UNRELEASED_INSTANCE_ID, fatal in Kafka's Java consumer), until the session runs out. So a
+  static member that must rejoin while the coordinator may still hold its place (fenced epoch,
+  lease ran out, the application failed an assignment, a join whose answer never came) first
+  leaves with epoch -2, which keeps its partitions for the instance, then joins and takes that
+  place back at once: no session to wait for, no new group epoch. Whatever that leave is
+  answered, the join follows (a leave by a member the coordinator does not hold changes
+  nothing).
 * **Max poll interval.** A member whose application has not polled for
   ``max_poll_interval_ms`` leaves so the others need not wait for it; it rejoins when the
   application polls again.
@@ -191,6 +200,8 @@ class IncrementalMachine:
     last_poll: int = 0
     next_heartbeat: int | None = None
     retry_at: int | None = None
+    must_release: bool = False  # a static member leaves with epoch -2 before it joins again
+    releasing: bool = False  # that leave is in flight
     incarnation: int = 0  # grows whenever a membership ends; older answers are ignored
     _sent_incarnation: int = 0
     _sent_owned: Assignment = frozenset()  # what the heartbeat in flight lists as owned
@@ -281,10 +292,17 @@ class IncrementalMachine:
                 self.retry_at = now + self.settings.retry_backoff_ms
                 if event.kind is RequestKind.HEARTBEAT and self.next_heartbeat is not None:
                     self.next_heartbeat = self.retry_at
+                if event.kind is RequestKind.HEARTBEAT and self._sent_epoch == JOIN_EPOCH:
+                    # The join may have reached the coordinator: this member may hold its place.
+                    self.must_release = self._static()
+                elif event.kind is RequestKind.LEAVE and self.releasing:
+                    self.releasing, self.must_release = False, True  # again, once it is reachable
             case LeaveWanted():
                 self._on_leave_wanted(event)
             case LeaveAnswered():
                 self.in_flight.discard(RequestKind.LEAVE)
+                if self.releasing:
+                    self.releasing, self.next_heartbeat = False, now  # now join
             case Tick():
                 pass
             case _:
@@ -323,7 +341,8 @@ class IncrementalMachine:
             self._settle(event.sent_at)
         elif error in _REJOIN:
             self._lose(f"the coordinator fenced this member ({error_name(error)}: {event.message})")
-            self._rejoin_from_nothing()
+            # FENCED_MEMBER_EPOCH leaves the member in the group; the others mean it is gone.
+            self._rejoin_from_nothing(release=error == ErrorCode.FENCED_MEMBER_EPOCH)
         elif error == ErrorCode.FENCED_INSTANCE_ID:
             self._fence()
         elif error in _COORDINATOR_MOVED:
@@ -334,7 +353,7 @@ class IncrementalMachine:
         else:
             # A retry cannot fix it: stop and tell the application, which may poll again.
             self._lose(f"the coordinator answered {error_name(error)}")
-            self._rejoin_from_nothing()
+            self._rejoin_from_nothing(release=False)
             self.state, self.want_join = IncrementalState.UNJOINED, False
             detail = f": {event.message}" if event.message else ""
             self._actions.append(
@@ -353,7 +372,7 @@ class IncrementalMachine:
         if not event.ok:
             # The application could not apply it: start over, owning nothing.
             self._lose("the application failed to apply its assignment")
-            self._rejoin_from_nothing()
+            self._rejoin_from_nothing(release=True)
             return
         self.owned = event.action.assignment
         self._settle(now)
@@ -381,13 +400,11 @@ class IncrementalMachine:
             )
 
     def _on_leave_wanted(self, event: LeaveWanted) -> None:
-        self.want_join = False
+        self.want_join = self.must_release = self.releasing = False
         if self._joined() and self.state is not IncrementalState.FENCED:
-            static = self.settings.group_instance_id is not None
+            epoch = STATIC_LEAVE_EPOCH if self._static() else LEAVE_EPOCH
             self.in_flight.add(RequestKind.LEAVE)
-            self._actions.append(
-                SendGroupHeartbeat(self.member_id, STATIC_LEAVE_EPOCH if static else LEAVE_EPOCH, frozenset())
-            )
+            self._actions.append(SendGroupHeartbeat(self.member_id, epoch, frozenset()))
         self.owned, self.target, self.awaiting = frozenset(), None, None
         self.member_epoch, self.session_anchor, self.next_heartbeat = JOIN_EPOCH, None, None
         self.incarnation += 1
@@ -395,6 +412,9 @@ class IncrementalMachine:
             self.state = IncrementalState.UNJOINED
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _static(self) -> bool:
+        return self.settings.group_instance_id is not None
 
     def _joined(self) -> bool:
         return self.state is not IncrementalState.UNJOINED and (
@@ -406,7 +426,9 @@ class IncrementalMachine:
             self._actions.append(Lost(self.member_epoch, self.member_id, reason))
         self.owned, self.target, self.awaiting, self.revocation_asked_at = frozenset(), None, None, None
 
-    def _rejoin_from_nothing(self) -> None:
+    def _rejoin_from_nothing(self, *, release: bool) -> None:
+        """Join again with epoch 0; ``release``: the coordinator may still hold this member."""
+        self.must_release = release and self._static() and (self.member_epoch > 0 or self.must_release)
         self.incarnation += 1
         self.member_epoch, self.session_anchor = JOIN_EPOCH, None
         self.state, self.want_join = IncrementalState.JOINING, True
@@ -432,7 +454,7 @@ class IncrementalMachine:
                 "heartbeats have not been acknowledged in time (or a revocation took longer than the "
                 "rebalance timeout); the coordinator may soon give this member's partitions to another"
             )
-            self._rejoin_from_nothing()
+            self._rejoin_from_nothing(release=True)
         if self._joined() and now - self.last_poll >= self.settings.max_poll_interval_ms:
             self._lose(
                 f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
@@ -446,6 +468,7 @@ class IncrementalMachine:
         return (
             self.coordinator_known
             and self.retry_at is None
+            and not (self.must_release or self.releasing)
             and self.next_heartbeat is not None
             and self.state not in (IncrementalState.UNJOINED, IncrementalState.FENCED)
             and RequestKind.HEARTBEAT not in self.in_flight
@@ -463,6 +486,10 @@ class IncrementalMachine:
                 self.finding = True
                 self._actions.append(FindCoordinator())
             return
+        if self.must_release and RequestKind.LEAVE not in self.in_flight:
+            self.must_release, self.releasing = False, True
+            self.in_flight.add(RequestKind.LEAVE)
+            self._actions.append(SendGroupHeartbeat(self.member_id, STATIC_LEAVE_EPOCH, frozenset()))
         joining = self.state is IncrementalState.JOINING and self.member_epoch == JOIN_EPOCH
         if joining and self.next_heartbeat is None and RequestKind.HEARTBEAT not in self.in_flight:
             self.next_heartbeat = now  # join at once

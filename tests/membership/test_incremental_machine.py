@@ -43,6 +43,8 @@ from coordinator_api._membership._machine import (
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._messages import (
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     CreateTopics,
@@ -115,6 +117,7 @@ class Network:
         self.joined = 0
         self.ids: set[str] = set()
         self.reachable = True
+        self.cut_off: set[str] = set()  # members whose requests do not reach the coordinator
         self.topic_id = {t.name: t.topic_id for t in self.server.topics()}["t"]
 
     def add(self, name: str, instance_id: str | None = None, **overrides: int) -> Member:
@@ -130,9 +133,8 @@ class Network:
         member = self.members[name]
         for action in member.machine.handle(event, self.now):
             if isinstance(action, FindCoordinator):
-                self.deliver(
-                    name, CoordinatorFound() if self.reachable else RequestFailed(RequestKind.FIND, "down")
-                )
+                found = self.reaches(name)
+                self.deliver(name, CoordinatorFound() if found else RequestFailed(RequestKind.FIND, "down"))
             elif isinstance(action, SendGroupHeartbeat):
                 member.sent.append(action)
                 self.send(name, action)
@@ -144,6 +146,9 @@ class Network:
             elif isinstance(action, Fail):
                 member.failures.append(action)
 
+    def reaches(self, name: str) -> bool:
+        return self.reachable and name not in self.cut_off
+
     def deliver(self, name: str, event: Event) -> None:
         delay = self.rng.randint(0, self.max_delay_ms) if self.max_delay_ms else 0
         self.in_transit.append((self.now + delay, self.members[name], event))
@@ -151,7 +156,7 @@ class Network:
     def send(self, name: str, action: SendGroupHeartbeat) -> None:
         sent_at = self.now
         leaving = action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
-        if not self.reachable:
+        if not self.reaches(name):
             kind = RequestKind.LEAVE if leaving else RequestKind.HEARTBEAT
             self.deliver(name, RequestFailed(kind, "connection refused"))
             return
@@ -330,6 +335,93 @@ def test_a_fenced_member_loses_everything_and_rejoins_with_epoch_zero_and_the_sa
     assert [s.member_epoch for s in a.sent[1:]].count(0) == 1 and {s.member_id for s in a.sent} == {"a-id"}
     net.run(3 * INTERVAL_MS)
     assert net.every_partition_started_once() and a.machine.is_stable()
+
+
+def group_epoch(net: Network) -> int:
+    ((_, result),) = net.server.handle(0, ConsumerGroupDescribe(group_ids=("g",)), net.now).replies
+    assert isinstance(result, ConsumerGroupDescribeResult)
+    return result.groups[0].group_epoch
+
+
+def settled_static_pair(net: Network) -> tuple[Member, Member, int]:
+    """Static member a (instance a-1) and dynamic member b, settled; and the group epoch."""
+    a = net.add("a", instance_id="a-1")
+    b = net.add("b")
+    net.run(3 * INTERVAL_MS)
+    assert net.every_partition_started_once() and a.started and b.started
+    return a, b, group_epoch(net)
+
+
+def releases_then_rejoins(member: Member, since: int) -> bool:
+    """The member's sends since ``since``: a static leave (-2), then a join (0), nothing else
+    before that join."""
+    epochs = [s.member_epoch for s in member.sent[since:]]
+    return epochs[:2] == [STATIC_LEAVE_EPOCH, 0]
+
+
+def test_a_static_member_whose_lease_ran_out_takes_its_place_back_at_once() -> None:
+    # Cut off for longer than the lease, shorter than the session: the coordinator still holds a,
+    # and a join (epoch 0) would be refused (UNRELEASED_INSTANCE_ID) until the session ran out and
+    # the group rebalanced twice. a leaves with -2 first and joins into its own place.
+    net = Network()
+    a, b, epoch = settled_static_pair(net)
+    kept, b_kept = set(a.started), set(b.started)
+    net.cut_off.add("a")
+    while not a.lost:
+        net.run(10)
+    sent = len(a.sent)
+    net.cut_off.clear()
+    net.run(3 * INTERVAL_MS)
+    assert releases_then_rejoins(a, sent), [s.member_epoch for s in a.sent[sent:]]
+    assert a.started == kept and b.started == b_kept and group_epoch(net) == epoch
+    assert not a.failures
+
+
+def test_a_static_member_fenced_by_epoch_takes_its_place_back_at_once() -> None:
+    net = Network()
+    a, b, epoch = settled_static_pair(net)
+    kept, b_kept, sent = set(a.started), set(b.started), len(a.sent)
+    net.feed("a", GroupHeartbeatAnswered(net.now, ErrorCode.FENCED_MEMBER_EPOCH, "epoch 3 is fenced"))
+    assert a.lost and not a.started
+    net.run(2 * INTERVAL_MS)
+    assert releases_then_rejoins(a, sent), [s.member_epoch for s in a.sent[sent:]]
+    assert a.started == kept and b.started == b_kept and group_epoch(net) == epoch
+
+
+def test_a_static_member_whose_join_answer_was_lost_takes_the_place_it_was_given() -> None:
+    net = Network()
+    a = net.add("a", instance_id="a-1")
+    net.run(10)  # its join reaches the coordinator...
+    (answer,) = [e for _, member, e in net.in_transit if isinstance(e, GroupHeartbeatAnswered)]
+    net.in_transit.clear()  # ...and the answer is lost with the connection
+    assert answer.member_epoch > 0
+    net.feed("a", RequestFailed(RequestKind.HEARTBEAT, "connection reset"))
+    net.run(3 * INTERVAL_MS)
+    assert releases_then_rejoins(a, 1), [s.member_epoch for s in a.sent]
+    assert net.every_partition_started_once() and a.machine.is_stable()
+
+
+def test_a_new_static_process_whose_first_join_failed_still_replaces_its_predecessor() -> None:
+    # The release of a member id the coordinator never held is refused (FENCED_INSTANCE_ID: the
+    # instance is the predecessor's); the join follows anyway and takes the predecessor's place.
+    net = Network()
+    a, _, epoch = settled_static_pair(net)
+    kept = set(a.started)
+    a.started.clear()
+    net.feed("a", LeaveWanted("restarting"))
+    del net.members["a"]
+    net.run(100)
+    send = net.send
+
+    def lost_on_the_way(name: str, action: SendGroupHeartbeat) -> None:
+        net.send = send
+        net.deliver(name, RequestFailed(RequestKind.HEARTBEAT, "connection reset"))
+
+    net.send = lost_on_the_way  # type: ignore[method-assign]
+    a2 = net.add("a", instance_id="a-1")
+    net.run(3 * INTERVAL_MS)
+    assert releases_then_rejoins(a2, 1), [s.member_epoch for s in a2.sent]
+    assert a2.started == kept and group_epoch(net) == epoch and not a2.failures
 
 
 def test_an_unreachable_coordinator_ends_the_lease_before_the_session_can() -> None:
