@@ -103,6 +103,7 @@ class CoordinatorServer:
         self._connections: set[_Connection] = set()
         self._inflight: dict[int, tuple[_Connection, _wire.Frame]] = {}
         self._refs = itertools.count(1)
+        self._heartbeats = _wire.HeartbeatCodecCache()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._idle_task: asyncio.Task[None] | None = None
@@ -239,7 +240,10 @@ class CoordinatorServer:
             entry = self._inflight.pop(ref, None) if isinstance(ref, int) else None
             if entry is not None:
                 conn, frame = entry
-                conn.finish(frame, _wire.to_response(frame, result))
+                if frame.api_key in self._heartbeats.APIS and not log.isEnabledFor(logging.DEBUG):
+                    conn.finish(frame, self._heartbeats.response(frame, result))
+                else:
+                    conn.finish(frame, _wire.to_response(frame, result))
         for event in fx.events:
             _log_event(event)
         self._reschedule()
@@ -261,23 +265,26 @@ class CoordinatorServer:
                 f"api key {frame.api_key} v{frame.api_version} is not supported "
                 f"(v{api.min_version}-v{api.max_version} are)"
             )
-        message = _wire.decode(frame, payload)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("request from %s: %r", conn.client_host, message)
-        # Decodable is not readable: a null where Kafka requires a value makes the translation
-        # below fail, which is the client's error, not the server's.
-        try:
-            batched_fetch = key is ApiKey.OFFSET_FETCH and frame.api_version >= 8
-            if api.to_request is not None and not batched_fetch:
-                request = _wire.to_request(frame, message, conn.client_host)
-            else:
+        debug = log.isEnabledFor(logging.DEBUG)
+        if key in self._heartbeats.APIS and not debug:
+            request = self._heartbeats.request(frame, payload, conn.client_host)
+        elif api.to_request is not None and not (key is ApiKey.OFFSET_FETCH and frame.api_version >= 8):
+            request = _wire.read_request(frame, payload, conn.client_host)
+            if debug:
+                log.debug("request from %s: %r", conn.client_host, request)
+        else:
+            message = _wire.decode(frame, payload)
+            if debug:
+                log.debug("request from %s: %r", conn.client_host, message)
+            try:
                 answer = self._answer(frame, message)
-                conn.finish(frame, None if answer is None else _wire.encode(frame, answer))
-                return
-        except (TypeError, AttributeError, ValueError) as exc:
-            raise _wire.MalformedRequest(
-                f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: {exc!r}"
-            ) from exc
+            except (TypeError, AttributeError, ValueError) as exc:
+                raise _wire.MalformedRequest(
+                    f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: "
+                    f"{exc!r}"
+                ) from exc
+            conn.finish(frame, None if answer is None else _wire.encode(frame, answer))
+            return
         ref = next(self._refs)
         self._inflight[ref] = (conn, frame)
         conn.busy_ref = ref

@@ -137,6 +137,66 @@ def encode(frame: Frame, response: Any) -> bytes:
     return bytes(response.encode(header=True, framed=True))
 
 
+def read_request(frame: Frame, payload: bytes, client_host: str) -> Request:
+    """Decode a request the state machine answers and translate it to its terms."""
+    message = decode(frame, payload)
+    # Decodable is not readable: a null where Kafka requires a value makes the translation
+    # fail, which is the client's error, not the server's.
+    try:
+        return to_request(frame, message, client_host)
+    except (TypeError, AttributeError, ValueError) as exc:
+        raise MalformedRequest(
+            f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: {exc!r}"
+        ) from exc
+
+
+class HeartbeatCodecCache:
+    """Heartbeats repeat: a member's heartbeat is, request after request, the same bytes but
+    for its correlation id, and so is the answer while nothing changes. For the two heartbeat
+    APIs this keeps the request each such payload decodes to and the bytes each answer encodes
+    to, so that a steady heartbeat costs neither a decode nor an encode; the correlation id is
+    put in at its fixed place (bytes 4-7 of every request header, and of every framed response
+    header). Bounded: payloads up to ``max_payload_bytes``, at most ``max_entries`` of each kind
+    (the oldest go first). The codec still makes every byte: this only remembers its output."""
+
+    APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT})
+
+    def __init__(self, *, max_entries: int = 16_384, max_payload_bytes: int = 1024) -> None:
+        self._max_entries = max_entries
+        self._max_payload_bytes = max_payload_bytes
+        self._requests: dict[tuple[bytes, bytes, str], Request] = {}
+        self._responses: dict[tuple[int, Result], bytes] = {}
+
+    def request(self, frame: Frame, payload: bytes, client_host: str) -> Request:
+        if len(payload) > self._max_payload_bytes:
+            return read_request(frame, payload, client_host)
+        key = (payload[:4], payload[8:], client_host)
+        found = self._requests.get(key)
+        if found is None:
+            found = read_request(frame, payload, client_host)
+            self._remember(self._requests, key, found)
+        return found
+
+    def response(self, frame: Frame, result: Result) -> bytes:
+        key = (frame.api_version, result)
+        encoded = self._responses.get(key)
+        if encoded is None:
+            encoded = encode(Frame(frame.api_key, frame.api_version, 0), to_response(frame, result))
+            if len(encoded) <= self._max_payload_bytes:
+                self._remember(self._responses, key, encoded)
+        framed = bytearray(encoded)
+        _CORRELATION_ID.pack_into(framed, 4, frame.correlation_id)
+        return bytes(framed)
+
+    def _remember(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        if len(table) >= self._max_entries:
+            del table[next(iter(table))]
+        table[key] = value
+
+
+_CORRELATION_ID = struct.Struct(">i")
+
+
 # --- answered by the shell without the state machine -----------------------------------------
 
 
