@@ -42,6 +42,7 @@ from coordinator_api._plugins import (
     hookimpl,
     installed_plugins,
 )
+from coordinator_api._signals import exit_on_sigterm
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
@@ -62,6 +63,7 @@ __all__ = [
     "CoordinatorStartError",
     "DuplicateRegistrationError",
     "EmbeddedCoordinator",
+    "exit_on_sigterm",
     "FencedInstanceError",
     "Generation",
     "GroupError",
