@@ -140,8 +140,9 @@ def _groups(args: argparse.Namespace) -> int:
 
 
 def _plugins(args: argparse.Namespace) -> int:
-    print(plugins_report(), end="")
-    return 0
+    report, failed = plugins_report()
+    print(report, end="")
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,6 +37,7 @@ from coordinator_api._plugins._manager import (
     disabled_plugins,
     get_plugin_manager,
     installed_plugins,
+    load_failures,
 )
 from coordinator_api._plugins._markers import NAME, hookimpl
 from coordinator_api._plugins._registry import (
@@ -88,6 +89,7 @@ __all__ = [
     "describe_plugins",
     "disabled_plugins",
     "get_plugin_manager",
+    "load_failures",
     "installed_plugins",
     "hookimpl",
     "plugins_report",

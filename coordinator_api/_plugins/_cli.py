@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import final
 
@@ -74,8 +76,9 @@ def describe_plugins(plugin_manager: pluggy.PluginManager, registry: PluginRegis
     return registered + blocked
 
 
-def render_plugin_report(plugins: list[PluginInfo]) -> str:
-    """The text ``coordinator-api plugins`` prints."""
+def render_plugin_report(plugins: list[PluginInfo], failures: Sequence[PluginLoadError] = ()) -> str:
+    """The text ``coordinator-api plugins`` prints: the plugins, the disabled ones, and the ones
+    that could not be loaded (``failures``), each with its error."""
     active = [p for p in plugins if not p.blocked]
     blocked = [p for p in plugins if p.blocked]
     lines = [f"plugins (entry-point group {NAME!r}):"]
@@ -92,6 +95,9 @@ def render_plugin_report(plugins: list[PluginInfo]) -> str:
             else f"  {plugin.name}  (no installed plugin has this name)"
             for plugin in blocked
         ]
+    if failures:
+        lines.append("failed to load (left out; the others work):")
+        lines += [f"  {failure.plugin or '(unknown)'}: {failure}" for failure in failures]
     return "\n".join(lines) + "\n"
 
 
@@ -103,47 +109,57 @@ def _origin(plugin: PluginInfo) -> str:
     return f"{where} (built-in)" if plugin.builtin else where
 
 
-def plugins_report() -> str:
-    """Load the plugins as the environment says and describe them (``coordinator-api plugins``).
+def plugins_report() -> tuple[str, bool]:
+    """Load the plugins as the environment says and describe them (``coordinator-api plugins``):
+    the report, and whether any plugin failed to load.
 
-    :raises PluginError: a plugin could not be loaded, or two plugins registered the same thing.
+    :raises DuplicateRegistrationError: two plugins registered the same thing.
     """
     plugin_manager = get_plugin_manager()
     registry = PluginRegistry.load(plugin_manager)
-    return render_plugin_report(describe_plugins(plugin_manager, registry))
+    report = render_plugin_report(describe_plugins(plugin_manager, registry), registry.failures)
+    return report, bool(registry.failures)
 
 
 def add_plugin_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the plugins' subcommands to ``coordinator-api``.
 
     A plugin that cannot be loaded must not take the built-in commands down with it (least of
-    all ``coordinator-api plugins``, which reports the problem): the error is printed as a
-    warning and the plugins' commands are left out.
+    all ``coordinator-api plugins``, which reports the problem), nor the other plugins'
+    commands: a plugin left out is logged as a warning, a command named like a built-in one is
+    skipped with a warning, and a command whose parser cannot be configured answers with the
+    error when run.
     """
     try:
         registrations = PluginRegistry.load().commands.registrations()
-        for registration in registrations:
-            if registration.key in subparsers.choices:
-                raise DuplicateRegistrationError(
-                    what="command",
-                    key=registration.key,
-                    first_plugin="coordinator-api (built-in command)",
-                    second_plugin=registration.plugin,
-                )
-        for registration in registrations:
-            command = registration.value
-            parser = subparsers.add_parser(
-                command.name, help=f"{command.help} [plugin {registration.plugin}]", description=command.help
-            )
-            if command.configure is not None:
-                try:
-                    command.configure(parser)
-                except Exception as exc:
-                    raise PluginLoadError(
-                        f"plugin {registration.plugin!r} failed to configure command "
-                        f"{command.name!r}: {exc!r}",
-                        plugin=registration.plugin,
-                    ) from exc
-            parser.set_defaults(func=command.run)
-    except PluginError as exc:
+    except PluginError as exc:  # two plugins registered one command
         print(f"coordinator-api: warning: plugin commands are unavailable: {exc}", file=sys.stderr)
+        return
+    for registration in registrations:
+        command = registration.value
+        if registration.key in subparsers.choices:
+            clash = DuplicateRegistrationError(
+                what="command",
+                key=registration.key,
+                first_plugin="coordinator-api (built-in command)",
+                second_plugin=registration.plugin,
+            )
+            print(f"coordinator-api: warning: {clash}", file=sys.stderr)
+            continue
+        parser = subparsers.add_parser(
+            command.name, help=f"{command.help} [plugin {registration.plugin}]", description=command.help
+        )
+        parser.set_defaults(func=command.run)
+        if command.configure is not None:
+            try:
+                command.configure(parser)
+            except Exception as exc:
+                broken = PluginLoadError(
+                    f"plugin {registration.plugin!r} failed to configure command {command.name!r}: {exc!r}",
+                    plugin=registration.plugin,
+                )
+                parser.set_defaults(func=functools.partial(_refuse, broken))
+
+
+def _refuse(error: PluginError, args: argparse.Namespace) -> int:
+    raise error

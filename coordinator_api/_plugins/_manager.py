@@ -7,6 +7,7 @@ environment says, and no module holds a global manager loaded as a side effect o
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -39,6 +40,19 @@ def disabled_plugins(environ: dict[str, str] | os._Environ[str] | None = None) -
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, and the installed plugins that could not be loaded into it."""
+
+    def __init__(self) -> None:
+        super().__init__(NAME)
+        self.load_failures: list[PluginLoadError] = []
+
+
+def load_failures(plugin_manager: pluggy.PluginManager) -> list[PluginLoadError]:
+    """The installed plugins :func:`get_plugin_manager` left out, one error each."""
+    return list(plugin_manager.load_failures) if isinstance(plugin_manager, _PluginManager) else []
+
+
 def get_plugin_manager(
     *, load_entrypoints: bool = True, blocked: Iterable[str] | None = None
 ) -> pluggy.PluginManager:
@@ -50,47 +64,64 @@ def get_plugin_manager(
     ``COORDINATOR_API_DISABLE_PLUGINS`` and in ``blocked`` are blocked before anything
     registers, built-ins included.
 
+    One broken plugin never takes the others down: a plugin that cannot be imported, that
+    implements a hook with arguments the hook does not have, or that implements a hook that
+    does not exist (a misspelt name, with the likely one suggested) is left out, logged as a
+    warning and listed by :func:`load_failures` (and by ``coordinator-api plugins``).
+
     :param load_entrypoints: load the installed plugins (False gives a manager with none, for
         tests that register their own plugin objects).
     :param blocked: further plugin names to block.
-    :raises PluginLoadError: a plugin could not be imported, or implements a hook that does not
-        exist or with arguments the hook does not have.
     """
-    pm = pluggy.PluginManager(NAME)
+    pm = _PluginManager()
     pm.add_hookspecs(spec)
     for name in [*disabled_plugins(), *(blocked or ())]:
         pm.set_blocked(name)
     if load_entrypoints:
-        try:
-            pm.load_setuptools_entrypoints(NAME)
-        except pluggy.PluginValidationError as exc:
-            culprit = pm.get_name(exc.plugin) or _first_unloaded_entry_point(pm)[0]
-            raise PluginLoadError(f"plugin {culprit!r} is invalid: {exc}", plugin=culprit) from exc
-        except Exception as exc:
-            culprit, distribution = _first_unloaded_entry_point(pm)
-            raise PluginLoadError(
-                f"plugin {culprit!r} (from {distribution}) failed to load: {exc!r}", plugin=culprit
-            ) from exc
-    try:
-        # A hookimpl whose name has the prefix but no spec is a typo: say so now, as pytest does.
-        pm.check_pending()
-    except pluggy.PluginValidationError as exc:
-        raise PluginLoadError(f"{exc}", plugin=pm.get_name(exc.plugin)) from exc
+        for entry_point in importlib.metadata.entry_points(group=NAME):
+            if pm.has_plugin(entry_point.name) or pm.is_blocked(entry_point.name):
+                continue
+            failure = _load(pm, entry_point)
+            if failure is not None:
+                log.warning("%s", failure)
+                pm.load_failures.append(failure)
     return pm
 
 
-def _first_unloaded_entry_point(pm: pluggy.PluginManager) -> tuple[str | None, str]:
-    """The entry point pluggy failed on: pluggy loads them in this order and stops at the first
-    error, so it is the first one that is neither registered nor blocked."""
-    for dist in importlib.metadata.distributions():
-        for entry_point in dist.entry_points:
-            if (
-                entry_point.group == NAME
-                and not pm.has_plugin(entry_point.name)
-                and not pm.is_blocked(entry_point.name)
-            ):
-                return entry_point.name, f"distribution {dist.metadata['Name']} {dist.version}"
-    return None, "an unknown distribution"
+def _load(pm: pluggy.PluginManager, entry_point: importlib.metadata.EntryPoint) -> PluginLoadError | None:
+    """Register one installed plugin; the error that keeps it out, if any."""
+    name = entry_point.name
+    origin = (
+        f"distribution {entry_point.dist.metadata['Name']} {entry_point.dist.version}"
+        if entry_point.dist is not None
+        else "an unknown distribution"
+    )
+    try:
+        pm.load_setuptools_entrypoints(NAME, name=name)
+    except pluggy.PluginValidationError as exc:
+        return PluginLoadError(f"plugin {name!r} (from {origin}) is invalid: {exc}", plugin=name)
+    except Exception as exc:
+        return PluginLoadError(f"plugin {name!r} (from {origin}) failed to load: {exc!r}", plugin=name)
+    plugin = pm.get_plugin(name)
+    unknown = sorted(
+        hook
+        for hook, caller in vars(pm.hook).items()
+        if isinstance(caller, pluggy.HookCaller)
+        and not caller.has_spec()
+        and any(impl.plugin is plugin for impl in caller.get_hookimpls())
+    )
+    if not unknown:
+        return None
+    pm.unregister(plugin)
+    hooks = sorted(h for h, c in vars(pm.hook).items() if isinstance(c, pluggy.HookCaller) and c.has_spec())
+    described = []
+    for hook in unknown:
+        close = difflib.get_close_matches(hook, hooks, n=1)
+        described.append(f"{hook} (did you mean {close[0]}?)" if close else hook)
+    return PluginLoadError(
+        f"plugin {name!r} (from {origin}) implements hooks that do not exist: {', '.join(described)}",
+        plugin=name,
+    )
 
 
 @final
@@ -190,23 +221,40 @@ class PluginRegistry:
         self.server_assignors = ServerAssignorRegistry()
         self.payload_decoders = PayloadDecoderRegistry()
         self.commands = CommandRegistry()
+        self.failures: tuple[PluginLoadError, ...] = ()
 
     @classmethod
     def load(cls, plugin_manager: pluggy.PluginManager | None = None) -> PluginRegistry:
         """Call every registry hook of ``plugin_manager`` (by default a new
         :func:`get_plugin_manager`) and return what the plugins registered.
 
+        A plugin whose hook raises is unregistered from ``plugin_manager`` and left out with
+        everything it registered (the hooks run again without it), logged as a warning; it is
+        in :attr:`failures` with the plugins the manager could not load.
+
         :raises DuplicateRegistrationError: two plugins registered the same thing.
-        :raises PluginLoadError: a plugin could not be loaded, or its hook raised.
         """
-        hooks = PluginHooks(plugin_manager if plugin_manager is not None else get_plugin_manager())
-        registry = cls()
-        hooks.register_protocols(registry.protocols)
-        hooks.register_assignors(registry.assignors)
-        hooks.register_server_assignors(registry.server_assignors)
-        hooks.register_payload_decoders(registry.payload_decoders)
-        hooks.register_cli_commands(registry.commands)
-        return registry
+        pm = plugin_manager if plugin_manager is not None else get_plugin_manager()
+        failures = load_failures(pm)
+        while True:
+            registry = cls()
+            hooks = PluginHooks(pm)
+            try:
+                hooks.register_protocols(registry.protocols)
+                hooks.register_assignors(registry.assignors)
+                hooks.register_server_assignors(registry.server_assignors)
+                hooks.register_payload_decoders(registry.payload_decoders)
+                hooks.register_cli_commands(registry.commands)
+            except PluginLoadError as exc:
+                broken = pm.get_plugin(exc.plugin) if exc.plugin is not None else None
+                if broken is None:
+                    raise
+                log.warning("%s", exc)
+                failures.append(exc)
+                pm.unregister(broken)
+                continue
+            registry.failures = tuple(failures)
+            return registry
 
     def registered_by(self, plugin: str) -> list[str]:
         """What ``plugin`` registered, in words (``"protocol type roundrobin-shards"``, ...)."""
@@ -229,6 +277,7 @@ def installed_plugins() -> PluginRegistry:
     ``streams`` is chosen exactly like a built-in one. Loading reads ``COORDINATOR_API_DISABLE_PLUGINS``
     once; give a member its own ``plugins=PluginRegistry.load(...)`` to use another set.
 
-    :raises PluginLoadError: an installed plugin could not be loaded.
+    Installed plugins that cannot be loaded are left out (logged, and listed in the registry's
+    ``failures``).
     """
     return PluginRegistry.load()

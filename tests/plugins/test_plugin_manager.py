@@ -7,6 +7,7 @@ import inspect
 import itertools
 import logging
 import pkgutil
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ from coordinator_api._plugins import (
     disabled_plugins,
     get_plugin_manager,
     hookimpl,
+    load_failures,
     spec,
 )
 
@@ -178,8 +180,8 @@ def test_the_disable_variable_is_read_when_the_manager_is_built(
     assert get_plugin_manager().get_plugin("sample") is not None
 
 
-def test_a_misspelt_hook_is_reported_when_the_manager_is_built(
-    installed_plugin: Callable[[str, str], None],
+def test_a_misspelt_hook_leaves_its_plugin_out_with_the_likely_name_and_the_others_in(
+    installed_plugin: Callable[[str, str], None], caplog: pytest.LogCaptureFixture
 ) -> None:
     installed_plugin(
         "typo",
@@ -189,12 +191,25 @@ def test_a_misspelt_hook_is_reported_when_the_manager_is_built(
         @hookimpl
         def coordinator_api_register_protocol(registry):
             pass
+
+        @hookimpl
+        def coordinator_api_register_assignors(registry):
+            registry.register("typo-type", "never", len)
         """,
     )
-    with pytest.raises(PluginLoadError, match="coordinator_api_register_protocol") as caught:
-        get_plugin_manager()
-    assert caught.value.plugin == "typo"
-    assert "COORDINATOR_API_DISABLE_PLUGINS=typo" in str(caught.value)
+    pm = get_plugin_manager()
+    (failure,) = load_failures(pm)
+    assert failure.plugin == "typo" and pm.get_plugin("typo") is None
+    assert (
+        "implements hooks that do not exist: coordinator_api_register_protocol "
+        "(did you mean coordinator_api_register_protocols?)"
+    ) in str(failure)
+    assert "COORDINATOR_API_DISABLE_PLUGINS=typo" in str(failure)
+    assert str(failure) in caplog.text  # logged as a warning
+    # Nothing of it is registered; every other plugin is.
+    registry = PluginRegistry.load(pm)
+    assert registry.assignors.names("typo-type") == []
+    assert "consumer" in registry.protocols and registry.failures == (failure,)
 
 
 def test_a_hook_with_an_argument_the_spec_lacks_is_refused(
@@ -210,10 +225,12 @@ def test_a_hook_with_an_argument_the_spec_lacks_is_refused(
             pass
         """,
     )
-    with pytest.raises(
-        PluginLoadError, match=r"(?s)plugin 'wrong' is invalid.*declared in the hookimpl but can not be found"
-    ):
-        get_plugin_manager()
+    pm = get_plugin_manager()
+    (failure,) = load_failures(pm)
+    assert failure.plugin == "wrong" and pm.get_plugin("wrong") is None
+    invalid = r"(?s)plugin 'wrong' .*is invalid.*declared in the hookimpl but can not be found"
+    assert re.search(invalid, str(failure))
+    assert pm.get_plugin("consumer") is not None
 
 
 def test_two_plugins_registering_a_protocol_type_fail_naming_both() -> None:
@@ -277,18 +294,20 @@ def test_each_plugin_gets_credit_for_what_it_registers() -> None:
     assert registry.assignors.get("shards", "sticky") is len
 
 
-def test_a_hook_that_raises_is_named() -> None:
+def test_a_plugin_whose_hook_raises_is_named_and_left_out_with_what_it_registered() -> None:
     class Broken:
         @hookimpl
         def coordinator_api_register_protocols(self, registry: ProtocolRegistry) -> None:
+            registry.register("half-done", Member)
             raise RuntimeError("no config file")
 
-    with pytest.raises(
-        PluginLoadError, match="plugin 'broken' raised in coordinator_api_register_protocols"
-    ) as caught:
-        PluginRegistry.load(manager(fine=ProtocolPlugin("shards"), broken=Broken()))
-    assert caught.value.plugin == "broken"
-    assert isinstance(caught.value.__cause__, RuntimeError)
+    pm = manager(fine=ProtocolPlugin("shards"), broken=Broken())
+    registry = PluginRegistry.load(pm)
+    (failure,) = registry.failures
+    assert failure.plugin == "broken" and pm.get_plugin("broken") is None
+    assert "plugin 'broken' raised in coordinator_api_register_protocols" in str(failure)
+    assert isinstance(failure.__cause__, RuntimeError)
+    assert registry.protocols.protocol_types() == ["shards"]  # not "half-done"
 
 
 def test_protocols_are_created_by_protocol_type() -> None:
@@ -412,6 +431,32 @@ def test_a_plugin_command_cannot_take_a_builtin_name(
     captured = capsys.readouterr()
     assert "command 'serve' is registered by plugin 'coordinator-api (built-in command)'" in captured.err
     assert "Run the embedded coordinator" in captured.out
+
+
+def test_a_command_whose_parser_fails_says_why_and_the_other_commands_work(
+    installed_plugin: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    installed_plugin(
+        "clumsy",
+        """
+        from coordinator_api._plugins import hookimpl
+
+        def configure(parser):
+            raise RuntimeError("no settings file")
+
+        def ok(parser):
+            parser.add_argument("--n", type=int, required=True)
+
+        @hookimpl
+        def coordinator_api_register_cli_commands(registry):
+            registry.register("clumsy", help="breaks", configure=configure, run=lambda args: 0)
+            registry.register("fine", help="works", configure=ok, run=lambda args: args.n)
+        """,
+    )
+    with pytest.raises(PluginLoadError, match="plugin 'clumsy' failed to configure command 'clumsy'"):
+        run_cli("clumsy")
+    assert run_cli("fine", "--n", "4") == 4
+    assert run_cli("plugins") == 0
 
 
 def test_classic_payloads_are_registered_once_per_protocol_type_and_listed() -> None:
