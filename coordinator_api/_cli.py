@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import logging
 import signal
@@ -46,7 +47,54 @@ def _configure_logging(level: str, fmt: str) -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    root.setLevel(level)
+    # The Kafka client library's own chatter only when asked for everything.
+    logging.getLogger("kafka").setLevel(logging.DEBUG if level == "DEBUG" else logging.CRITICAL)
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in _LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(_LOG_LEVELS)}")
+    return level
+
+
+def _bounded(low: int, high: int | None = None) -> Any:
+    """An argparse type: an integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            span = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range: give a number {span}")
+        return value
+
+    return parse
+
+
+def _global_flags(*, defaults: bool) -> argparse.ArgumentParser:
+    """The flags every command takes, before or after its name (defaults only at the top)."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--log-level",
+        type=_log_level,
+        default=None if defaults else argparse.SUPPRESS,
+        help="DEBUG, INFO, WARNING or ERROR (default: INFO for serve, WARNING otherwise; the Kafka "
+        "client library logs only at DEBUG)",
+    )
+    flags.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text" if defaults else argparse.SUPPRESS,
+        help="text lines or one JSON object per line (default text)",
+    )
+    return flags
 
 
 def parse_topic(text: str) -> tuple[str, int]:
@@ -75,15 +123,20 @@ def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     return dict(doc.get("coordinator", {})), dict(topics)
 
 
-_SETTING_FLAGS = (
-    "initial_rebalance_delay_ms",
-    "min_session_timeout_ms",
-    "max_session_timeout_ms",
-    "max_group_size",
-    "connections_max_idle_ms",
-    "max_request_bytes",
-    "heartbeat_hold_ms",
-)
+_SETTING_FLAGS = {
+    "initial_rebalance_delay_ms": "how long a new group's first rebalance waits for more members "
+    "(group.initial.rebalance.delay.ms; default 3000)",
+    "min_session_timeout_ms": "the shortest session a member may ask for (group.min.session.timeout.ms; "
+    "default 6000)",
+    "max_session_timeout_ms": "the longest session a member may ask for (group.max.session.timeout.ms; "
+    "default 1800000)",
+    "max_group_size": "the most members a group may have (group.max.size; default unlimited)",
+    "connections_max_idle_ms": "close connections silent this long (connections.max.idle.ms; default 600000)",
+    "max_request_bytes": "close a connection whose request is larger (socket.request.max.bytes; default "
+    "104857600)",
+    "heartbeat_hold_ms": "hold a heartbeat with nothing new up to this long, to answer it the moment "
+    "there is news; 0 answers at once as Kafka does (default 5000)",
+}
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -127,15 +180,26 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _groups(args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
     from coordinator_api._inspect import describe_group, list_groups, render_group
     from coordinator_api._plugins import PluginRegistry
 
-    if args.group is None:
-        for group in list_groups(args.bootstrap_servers):
-            print(f"{group.group_id}\t{group.protocol_type or '-'}\t{group.state}")
-        return 0
+    try:
+        if args.group is None:
+            for group in list_groups(args.bootstrap_server, timeout_ms=args.timeout_ms):
+                print(f"{group.group_id}\t{group.protocol_type or '-'}\t{group.state}")
+            return 0
+        description = describe_group(args.bootstrap_server, args.group, timeout_ms=args.timeout_ms)
+    except KafkaError as exc:
+        raise CoordinatorApiError(
+            f"no answer from {args.bootstrap_server} within {args.timeout_ms} ms ({type(exc).__name__}); "
+            "is a coordinator or Kafka broker listening there? (--bootstrap-server, --timeout-ms)"
+        ) from exc
+    if description.state == "Dead" and not description.members:
+        raise CoordinatorApiError(f"group {args.group!r} does not exist on {args.bootstrap_server}")
     decoders = PluginRegistry.load().payload_decoders
-    print(render_group(describe_group(args.bootstrap_servers, args.group), decoders))
+    print(render_group(description, decoders))
     return 0
 
 
@@ -149,19 +213,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coordinator-api",
         description="Group coordination on Kafka's group protocol.",
+        parents=[_global_flags(defaults=True)],
     )
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"coordinator-api {importlib.metadata.version('coordinator-api')}",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+    anywhere = [_global_flags(defaults=False)]
 
     serve = commands.add_parser(
         "serve",
         help="run the embedded coordinator (a Kafka-protocol server for groups)",
         description="Run the embedded coordinator until interrupted. Prints "
         "'coordinator listening on HOST:PORT' when ready.",
+        parents=anywhere,
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=9092, help="port; 0 picks a free one (default 9092)")
+    serve.add_argument(
+        "--port", type=_bounded(0, 65535), default=9092, help="port; 0 picks a free one (default 9092)"
+    )
     serve.add_argument("--data-dir", help="directory for durable state; without it state is in memory")
     serve.add_argument("--config", help="TOML file with [coordinator] settings and [topics]")
     serve.add_argument(
@@ -171,16 +243,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME:PARTITIONS",
         help="declare a topic (repeatable)",
     )
-    for name in _SETTING_FLAGS:
-        serve.add_argument("--" + name.replace("_", "-"), type=int, default=None)
-    serve.set_defaults(func=_serve)
+    for name, help_text in _SETTING_FLAGS.items():
+        serve.add_argument("--" + name.replace("_", "-"), type=_bounded(0), default=None, help=help_text)
+    serve.set_defaults(func=_serve, default_log_level="INFO")
 
     demo = commands.add_parser(
         "demo",
         help="start a coordinator, run a group of member processes against it, report",
+        parents=anywhere,
     )
-    demo.add_argument("--members", type=int, default=3, help="member processes (at least 3)")
-    demo.add_argument("--partitions", type=int, default=12)
+    demo.add_argument(
+        "--members", type=_bounded(3, 50), default=3, help="member processes, 3 to 50 (default 3)"
+    )
+    demo.add_argument(
+        "--partitions", type=_bounded(1, 10_000), default=12, help="partitions of the demo topic (default 12)"
+    )
     demo.set_defaults(func=_demo)
 
     groups = commands.add_parser(
@@ -189,9 +266,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Without GROUP, list every group (id, protocol type, state). With GROUP, show "
         "its members and their metadata and assignments, put in words by the installed plugins' "
         "payload decoders.",
+        parents=anywhere,
     )
     groups.add_argument("group", nargs="?", help="the group to describe")
-    groups.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
+    groups.add_argument(
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        default="127.0.0.1:9092",
+        help="HOST:PORT of the embedded coordinator or of any Kafka broker (default 127.0.0.1:9092)",
+    )
+    groups.add_argument(
+        "--timeout-ms",
+        type=_bounded(1),
+        default=2000,
+        help="give up on a server that does not answer within this long (default 2000)",
+    )
     groups.set_defaults(func=_groups)
 
     plugins = commands.add_parser(
@@ -200,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the plugins of the coordinator_api entry-point group, the distribution and "
         "version each comes from, what each registers, and the ones COORDINATOR_API_DISABLE_PLUGINS "
         "disables.",
+        parents=anywhere,
     )
     plugins.set_defaults(func=_plugins)
     add_plugin_commands(commands)
@@ -209,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    _configure_logging(args.log_level, args.log_format)
+    _configure_logging(args.log_level or getattr(args, "default_log_level", "WARNING"), args.log_format)
     try:
         result: int = args.func(args)
     except CoordinatorApiError as exc:

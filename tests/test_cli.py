@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api._cli import build_parser
 
 CLI = [sys.executable, "-m", "coordinator_api"]
 
@@ -95,3 +98,76 @@ def test_demo_runs_the_main_job() -> None:
     assert out.count(" expired ") >= 2  # the SIGKILLed and the paused member's sessions ran out
     assert "resumed: it reports its partitions lost, then rejoins: settled" in out
     assert " left " in out  # the gracefully stopped member sent LeaveGroup
+
+
+def cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_version_and_global_flags_before_or_after_the_command() -> None:
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("coordinator-api ")
+    for args in (["--log-level", "debug", "plugins"], ["plugins", "--log-level", "debug"]):
+        result = cli(*args)
+        assert result.returncode == 0, result.stderr
+        assert "plugins (entry-point group 'coordinator_api'):" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["serve", "--port", "70000"],
+            "argument --port: 70000 is out of range: give a number from 0 to 65535",
+        ),
+        (["serve", "--port", "nine"], "argument --port: 'nine' is not a whole number"),
+        (["serve", "--heartbeat-hold-ms", "-1"], "argument --heartbeat-hold-ms: -1 is out of range"),
+        (["--log-level", "LOUD", "plugins"], "argument --log-level: 'LOUD' is not one of DEBUG, INFO"),
+        (["groups", "--timeout-ms", "0"], "argument --timeout-ms: 0 is out of range"),
+        (["demo", "--members", "2"], "argument --members: 2 is out of range: give a number from 3 to 50"),
+    ],
+)
+def test_bad_flags_get_one_line_and_status_2(args: list[str], message: str) -> None:
+    result = cli(*args)
+    assert result.returncode == 2
+    # argparse's usage, then the one line that says what is wrong; no traceback.
+    assert message in result.stderr.splitlines()[-1] and "Traceback" not in result.stderr
+
+
+def test_every_flag_of_every_command_has_help() -> None:
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for name, command in {"": parser, **commands.choices}.items():
+        for action in command._actions:
+            if action.option_strings:
+                assert action.help, f"coordinator-api {name} {action.option_strings[0]} has no help"
+
+
+def test_groups_against_no_server_says_so_in_one_line_within_seconds() -> None:
+    started = time.monotonic()
+    result = cli("groups", "--bootstrap-server", "127.0.0.1:9")  # nothing listens on port 9
+    assert time.monotonic() - started < 15  # the interpreter's start included; the wait is 2 s
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("coordinator-api: error: no answer from 127.0.0.1:9 within 2000 ms")
+
+
+def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0)
+    with EmbeddedCoordinator(topics={"t": 2}, config=config) as coordinator:
+        consumer = KafkaConsumer("t", bootstrap_servers=coordinator.bootstrap_servers, group_id="readers")
+        try:
+            consumer.poll(5000)
+            listed = cli("groups", "--bootstrap-server", coordinator.bootstrap_servers)
+            assert listed.returncode == 0 and listed.stdout == "readers\tconsumer\tStable\n", listed.stderr
+            assert listed.stderr == ""  # quiet: no client library logs
+            described = cli("groups", "readers", "--bootstrap-servers", coordinator.bootstrap_servers)
+            assert described.returncode == 0
+            assert described.stdout.startswith("group readers: Stable, protocol type consumer")
+            missing = cli("groups", "nobody", "--bootstrap-server", coordinator.bootstrap_servers)
+            assert missing.returncode == 2
+            assert missing.stderr.strip() == (
+                f"coordinator-api: error: group 'nobody' does not exist on {coordinator.bootstrap_servers}"
+            )
+        finally:
+            consumer.close()
