@@ -165,3 +165,19 @@ def test_testing_guide_commands_select_tests() -> None:
         assert result.returncode == 0, (command, result.stdout[-2000:], result.stderr[-2000:])
         selected = re.search(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", result.stdout)
         assert selected is not None and int(selected[1]) > 0, (command, result.stdout[-2000:])
+
+
+def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
+    election, fence = python_blocks("leader.md")
+    result = run_block(tmp_path / "election.py", election)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "elected, epoch 1",
+        "stepped down",
+        "[(1, 'record 0'), (1, 'record 1'), (1, 'record 2')]",
+    ]
+    result = run_block(tmp_path / "fence.py", fence)
+    assert result.returncode == 0, result.stderr
+    refused, rows = result.stdout.splitlines()
+    assert refused.startswith("refused: write with leadership epoch 1 refused: epoch 2 has already written")
+    assert rows == "{'owner': 'node-2'}"
