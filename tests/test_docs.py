@@ -181,3 +181,11 @@ def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
     refused, rows = result.stdout.splitlines()
     assert refused.startswith("refused: write with leadership epoch 1 refused: epoch 2 has already written")
     assert rows == "{'owner': 'node-2'}"
+
+
+def test_streams_guide_runs_as_written(tmp_path: Path) -> None:
+    (code,) = python_blocks("streams.md")
+    result = run_block(tmp_path / "streams.py", code)
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"It prints\n\n```\n(.*?)```", (DOCS / "streams.md").read_text(), re.DOTALL)
+    assert printed is not None and result.stdout == printed.group(1)
