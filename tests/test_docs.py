@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -189,3 +190,32 @@ def test_streams_guide_runs_as_written(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     printed = re.search(r"It prints\n\n```\n(.*?)```", (DOCS / "streams.md").read_text(), re.DOTALL)
     assert printed is not None and result.stdout == printed.group(1)
+
+
+def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> None:
+    # As a user's project would check them, with --strict: the packages' sources and their
+    # py.typed, found as an installed (not editable) coordinator-api puts them on the path.
+    root = DOCS.parent
+    files = []
+    for page, count in (("quickstart.md", 1), ("leader.md", 2), ("streams.md", 1)):
+        blocks = python_blocks(page)
+        assert len(blocks) == count, page
+        for index, code in enumerate(blocks):
+            path = tmp_path / f"{page.removesuffix('.md')}_{index}.py"
+            path.write_text(code)
+            files.append(str(path))
+    # Errors inside the packages are theirs (mypy --strict of the project checks them); from
+    # site-packages mypy would not report them either.
+    ours = ("coordinator_api", "coordinator_leader", "coordinator_streams")
+    silent = ",".join(f"{name}.*" for name in ours)
+    (tmp_path / "mypy.ini").write_text(f"[mypy]\nstrict = True\n\n[mypy-{silent}]\nfollow_imports = silent\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--no-incremental", *files],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": f"{root}{os.pathsep}{root / 'plugins'}"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
