@@ -197,7 +197,7 @@ def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> 
     # py.typed, found as an installed (not editable) coordinator-api puts them on the path.
     root = DOCS.parent
     files = []
-    for page, count in (("quickstart.md", 1), ("leader.md", 2), ("streams.md", 1)):
+    for page, count in (("quickstart.md", 1), ("leader.md", 2), ("streams.md", 1), ("spark.md", 1)):
         blocks = python_blocks(page)
         assert len(blocks) == count, page
         for index, code in enumerate(blocks):
@@ -206,7 +206,7 @@ def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> 
             files.append(str(path))
     # Errors inside the packages are theirs (mypy --strict of the project checks them); from
     # site-packages mypy would not report them either.
-    ours = ("coordinator_api", "coordinator_leader", "coordinator_streams")
+    ours = ("coordinator_api", "coordinator_leader", "coordinator_streams", "coordinator_spark", "pyspark")
     silent = ",".join(f"{name}.*" for name in ours)
     (tmp_path / "mypy.ini").write_text(f"[mypy]\nstrict = True\n\n[mypy-{silent}]\nfollow_imports = silent\n")
     result = subprocess.run(
@@ -219,3 +219,15 @@ def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> 
         env={**os.environ, "MYPYPATH": f"{root}{os.pathsep}{root / 'plugins'}"},
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_spark_guide_runs_as_written(tmp_path: Path) -> None:
+    (code,) = python_blocks("spark.md")
+    result = run_block(tmp_path / "spark_example.py", code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed = re.search(r"and prints\n\n```\n(.*?)```", (DOCS / "spark.md").read_text(), re.DOTALL)
+    assert printed is not None
+    # Progress lines come as units finish (how many depends on timing); the rest is exact.
+    lines = result.stdout.splitlines()
+    assert lines[-4:] == printed.group(1).splitlines()
+    assert all(re.fullmatch(r"[0-3]/3 done", line) for line in lines[:-3])

@@ -208,7 +208,13 @@ class _SlotTask:
                 member.poll(0.05)  # short: an idle member's wait is the job's tail
                 continue
             index, generation = work
-            result = self.process(self.units[index])
+            unit = self.units[index]
+            try:
+                result = self.process(unit)
+            except Exception as exc:
+                # The driver shows the last line of the worker's traceback first: make it say
+                # which unit failed and how.
+                raise UnitFailedError(f"work unit {unit.id!r} failed: {type(exc).__name__}: {exc}") from exc
             slot = member.slot
             token = client.deliver(
                 index,
@@ -412,7 +418,7 @@ def _run(
             error = outcome.get("error")
             raise DistributeError(
                 f"the Spark job of group {task.group_id} ended with {len(committed)} of {total} units "
-                f"done: {error or 'its tasks returned early'}"
+                f"done: {_first_cause(error)}"
             ) from error
         if timeout is not None and now - started > timeout:
             sc.cancelJobGroup(task.group_id)
@@ -432,6 +438,25 @@ def _run(
         # executor died while it was idle) changes nothing.
         log.warning("a task of group %s failed after the job completed: %s", task.group_id, outcome["error"])
     return committed, seconds
+
+
+class UnitFailedError(Exception):
+    """Raised on an executor when the work function raised for a unit (its message names the
+    unit and the original error, which is chained)."""
+
+
+def _first_cause(error: BaseException | None) -> str:
+    """What went wrong, in its first line; the whole of it (a Spark error carries the worker's
+    Python traceback, whose last line says what failed) after that."""
+    if error is None:
+        return "its tasks returned early"
+    text = str(error).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    marker = f"{UnitFailedError.__name__}: "
+    cause = next((line for line in reversed(lines) if marker in line), None)
+    if cause is None or len(lines) == 1:
+        return text
+    return f"{cause.split(marker, 1)[1]}\n{text}"
 
 
 def _report(on_progress: Callable[[Progress], None] | None, progress: Progress) -> None:

@@ -3,6 +3,7 @@ a second run keeps the placement, progress reported on the driver, bad input ref
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -76,8 +77,14 @@ def test_a_failing_process_fails_the_job_with_a_typed_error(spark: Any) -> None:
     def boom(unit: WorkUnit) -> None:
         raise RuntimeError(f"cannot process {unit.id}")
 
-    with pytest.raises(DistributeError, match="0 of 3 units done"):
+    with pytest.raises(DistributeError, match="0 of 3 units done") as caught:
         distribute(spark, ["a", "b", "c"], boom, timeout=120)
+    # The first line says which unit failed and how; the worker's traceback follows.
+    first, rest = str(caught.value).split("\n", 1)
+    assert re.search(r"units done: work unit '([abc])' failed: RuntimeError: cannot process \1$", first), (
+        first
+    )
+    assert "Traceback (most recent call last)" in rest
 
 
 def test_bad_arguments_are_refused_before_anything_starts(spark: Any) -> None:
