@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--db", required=True, help="the shared SQLite file the job writes")
     parser.add_argument("--priority", type=int, default=0)
     parser.add_argument("--period", type=float, default=0.2, help="seconds between job runs")
-    parser.add_argument("--session-timeout-ms", type=int, default=3000)
+    parser.add_argument("--session-timeout-ms", type=int, default=6000)  # the coordinator's minimum
     serve(parser.parse_args())
 
 

@@ -110,3 +110,44 @@ def test_three_instances_one_fenced_job_and_failover(instances: list[Instance], 
     for epoch, writer in written:
         writers_by_epoch.setdefault(epoch, set()).add(writer)
     assert all(len(w) == 1 for w in writers_by_epoch.values()), writers_by_epoch
+
+
+def test_the_readme_commands_work_with_the_defaults(tmp_path: Path) -> None:
+    """contrib/leader-service/README.md: `coordinator-api serve` with its defaults (sessions of
+    6 s at least, a first rebalance after 3 s) and an instance started with the README's flags
+    only: it is elected."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "coordinator_api", "serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    service = None
+    try:
+        assert server.stdout is not None
+        bootstrap = server.stdout.readline().rsplit(" ", 1)[1].strip()
+        db = str(tmp_path / "jobs.db")
+        flags = ["--name", "a", "--port", "0", "--bootstrap-servers", bootstrap, "--db", db]
+        service = subprocess.Popen(
+            [sys.executable, str(SERVICE), *flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert service.stdout is not None
+        port = json.loads(service.stdout.readline())["port"]
+        deadline = time.monotonic() + 30
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline and not status.get("is_leader"):
+            time.sleep(0.2)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as answer:
+                status = json.loads(answer.read())
+        assert status.get("is_leader"), status
+    finally:
+        for process in (service, server):
+            if process is not None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
