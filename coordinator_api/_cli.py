@@ -161,7 +161,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         await server.start()
-        print(f"coordinator listening on {server.bootstrap_servers}", flush=True)
+        where = server.bootstrap_servers
+        if server.host != where.rsplit(":", 1)[0]:
+            where = f"{server.host}:{server.port} (clients connect to {where})"
+        print(f"coordinator listening on {where}", flush=True)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ipaddress
 import itertools
 import logging
 import sqlite3
@@ -152,11 +153,21 @@ class CoordinatorServer:
         self.port = self._server.sockets[0].getsockname()[1]
         self._idle_task = asyncio.create_task(self._close_idle_connections())
         log.info(
-            "coordinator listening on %s:%d (data dir: %s)",
+            "coordinator listening on %s:%d, advertised to clients as %s (data dir: %s)",
             self.host,
             self.port,
+            self.bootstrap_servers,
             self._data_dir or "none, state in memory",
         )
+        if not _is_loopback(self.host):
+            log.warning(
+                "listening on %s, beyond this machine, with no TLS and no authentication: anyone who "
+                "can reach port %d can list and describe every group, join, leave or fence any member, "
+                "and read or overwrite any committed offset. Listen on 127.0.0.1 (the default), or "
+                "allow only trusted hosts to reach this port.",
+                self.host or "all addresses",
+                self.port,
+            )
 
     async def serve_forever(self) -> None:
         assert self._server is not None, "call start() first"
@@ -348,6 +359,15 @@ class CoordinatorServer:
         ref = conn.busy_ref
         if ref is not None and self._inflight.pop(ref, None) is not None:
             self._apply(self.state.abandon(ref, self._now_ms()))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name, or "" (every address)
+        return False
 
 
 class _Connection(asyncio.Protocol):

@@ -61,6 +61,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from coordinator_api import CoordinatorConfig, CoordinatorStartError, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import MembershipEvent
+from coordinator_api.server._server import _is_loopback
 
 HOST = "127.0.0.1"
 IO_TIMEOUT_S = 5.0
@@ -1269,3 +1270,23 @@ def test_a_second_coordinator_on_the_same_data_directory_refuses_to_start(tmp_pa
         assert len(second.stderr.strip().splitlines()) == 1, second.stderr
     with EmbeddedCoordinator(data_dir=tmp_path) as again:  # released on stop
         assert again.bootstrap_servers
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("", False),
+        ("::", False),
+        ("10.1.2.3", False),
+        ("coordinator.example.com", False),
+    ],
+)
+def test_serve_warns_about_every_address_but_loopback(host: str, loopback: bool) -> None:
+    # Which listen addresses get the warning that anyone who reaches the port can do anything
+    # (tests never listen beyond 127.0.0.1, so the rule is checked on its own).
+    assert _is_loopback(host) is loopback
