@@ -157,6 +157,7 @@ def _serve(args: argparse.Namespace) -> int:
         config=CoordinatorConfig.from_mapping(settings),
         data_dir=args.data_dir,
         topics=topics,
+        fresh_start=args.fresh_start,
     )
 
     async def run() -> None:
@@ -174,6 +175,24 @@ def _serve(args: argparse.Namespace) -> int:
 
     asyncio.run(run())
     return 0
+
+
+def _data_check(args: argparse.Namespace) -> int:
+    from coordinator_api.server._store import SqliteStore
+
+    store = SqliteStore(Path(args.data_dir))
+    try:
+        topics, groups, offsets = store.load()
+        consumer_groups = store.load_consumer_groups()
+    finally:
+        store.close()
+    print(
+        f"{store.path}: {len(topics)} topic(s), {len(groups)} classic group(s), "
+        f"{len(consumer_groups)} consumer group(s), {len(offsets)} committed offset(s)"
+    )
+    for problem in store.problems:
+        print(f"  skipped: {problem}")
+    return 1 if store.problems else 0
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -238,6 +257,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_bounded(0, 65535), default=9092, help="port; 0 picks a free one (default 9092)"
     )
     serve.add_argument("--data-dir", help="directory for durable state; without it state is in memory")
+    serve.add_argument(
+        "--fresh-start",
+        action="store_true",
+        help="start empty even though --data-dir held state whose database is missing, empty or damaged "
+        "(the old database is kept aside, renamed, never deleted)",
+    )
     serve.add_argument("--config", help="TOML file with [coordinator] settings and [topics]")
     serve.add_argument(
         "--topic",
@@ -295,6 +320,24 @@ def build_parser() -> argparse.ArgumentParser:
         parents=anywhere,
     )
     plugins.set_defaults(func=_plugins)
+
+    data = commands.add_parser(
+        "data",
+        help="look after a coordinator's data directory",
+        description="Commands on a data directory of `coordinator-api serve --data-dir`.",
+        parents=anywhere,
+    )
+    data_commands = data.add_subparsers(dest="data_command", required=True)
+    check = data_commands.add_parser(
+        "check",
+        help="check that every stored topic, group and offset can be read (stop the coordinator first)",
+        description="Open the data directory as the coordinator would and read everything in it: exit 0 "
+        "if all is readable, 1 listing the rows a coordinator would skip, 2 with one line if the "
+        "database is missing, empty, damaged or in use.",
+        parents=anywhere,
+    )
+    check.add_argument("data_dir", help="the data directory")
+    check.set_defaults(func=_data_check)
     add_plugin_commands(commands)
     return parser
 

@@ -30,6 +30,8 @@ class EmbeddedCoordinator:
     :param config: coordinator settings (:class:`CoordinatorConfig`).
     :param data_dir: directory for durable state; ``None`` keeps state in memory.
     :param topics: topics to declare (name -> partition count).
+    :param fresh_start: start empty even though ``data_dir`` held state whose database is
+        missing, empty or damaged (the old database is kept aside, never deleted).
     """
 
     def __init__(
@@ -40,9 +42,10 @@ class EmbeddedCoordinator:
         config: CoordinatorConfig | None = None,
         data_dir: str | Path | None = None,
         topics: Mapping[str, int] | None = None,
+        fresh_start: bool = False,
     ) -> None:
         self._server = CoordinatorServer(
-            host=host, port=port, config=config, data_dir=data_dir, topics=topics
+            host=host, port=port, config=config, data_dir=data_dir, topics=topics, fresh_start=fresh_start
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

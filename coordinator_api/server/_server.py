@@ -75,6 +75,8 @@ class CoordinatorServer:
     :param topics: topics to declare at start (name -> partition count), kept if they exist.
     :param advertised_host: the host clients are told to connect to (Metadata,
         FindCoordinator); defaults to ``host``, or 127.0.0.1 when listening on all addresses.
+    :param fresh_start: start empty even though ``data_dir`` held state whose database is
+        missing, empty or damaged (the old database is kept aside, never deleted).
     """
 
     def __init__(
@@ -86,12 +88,14 @@ class CoordinatorServer:
         data_dir: str | Path | None = None,
         topics: Mapping[str, int] | None = None,
         advertised_host: str | None = None,
+        fresh_start: bool = False,
     ) -> None:
         self.config = config or CoordinatorConfig()
         self.host = host
         self._requested_port = port
         self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
         self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._fresh_start = fresh_start
         self._declared_topics = dict(topics or {})
         self.state = GroupCoordinator(
             self.config,
@@ -120,7 +124,7 @@ class CoordinatorServer:
         """Load durable state, declare topics and start listening."""
         self._loop = asyncio.get_running_loop()
         if self._data_dir is not None:
-            self._store = SqliteStore(self._data_dir)
+            self._store = SqliteStore(self._data_dir, fresh_start=self._fresh_start)
             topics, groups, offsets = self._store.load()
             self.state.restore(
                 topics=topics,

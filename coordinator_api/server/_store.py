@@ -3,17 +3,27 @@
 The shell applies a step's writes in one transaction before it sends that step's replies, so
 an acknowledged offset commit or assignment survives a crash of the process or the machine
 (``synchronous=FULL`` in WAL mode fsyncs every commit).
+
+Nothing is lost silently. A data directory that has held state says so (``coordinator.state``,
+written when its database is created), so a database that is then missing, empty or without
+its tables is an error, not a fresh start; a damaged file (``PRAGMA quick_check``) is an error
+naming it; either way the operator may ask for a fresh start, which keeps the old file aside.
+A stored row that cannot be read (invalid JSON, a missing key, a value of the wrong type) is
+skipped with a warning naming it, never an internal error later.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import dataclasses
+import datetime
 import fcntl
 import json
+import logging
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,7 +44,13 @@ from coordinator_api.server._messages import (
 
 DATABASE_NAME = "coordinator.sqlite3"
 LOCK_NAME = "coordinator.lock"
+MARKER_NAME = "coordinator.state"
 _SCHEMA_VERSION = 1
+
+log = logging.getLogger("coordinator_api.server")
+
+#: What a stored row that cannot be read raises while it is decoded.
+_UNREADABLE = (ValueError, KeyError, TypeError, AttributeError, binascii.Error)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -165,6 +181,49 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
     )
 
 
+def _topic(name: Any, partitions: Any, topic_id: Any) -> Topic:
+    if not isinstance(name, str) or type(partitions) is not int or partitions < 1:
+        raise ValueError(f"partitions {partitions!r}")
+    if not isinstance(topic_id, bytes) or len(topic_id) != 16:
+        raise ValueError(f"topic id {topic_id!r}")
+    return Topic(name=name, partitions=partitions, topic_id=topic_id)
+
+
+def _offset(
+    group_id: Any, topic: Any, partition: Any, offset: Any, leader_epoch: Any, metadata: Any
+) -> tuple[str, CommittedOffset]:
+    values = (group_id, topic, partition, offset, leader_epoch, metadata)
+    if not (
+        isinstance(group_id, str)
+        and isinstance(topic, str)
+        and (metadata is None or isinstance(metadata, str))
+    ):
+        raise TypeError(f"row {values!r}")
+    if not all(type(v) is int for v in (partition, offset, leader_epoch)):
+        raise TypeError(f"row {values!r}")
+    return group_id, CommittedOffset(
+        topic=topic, partition=partition, offset=offset, leader_epoch=leader_epoch, metadata=metadata
+    )
+
+
+def _read(marker: Path) -> str:
+    try:
+        return marker.read_text(encoding="utf-8").strip() or "empty"
+    except OSError as exc:
+        return f"unreadable: {exc}"
+
+
+def _set_aside(database: Path, marker: Path) -> None:
+    """Rename the database (and its WAL files) out of the way, and forget that state existed."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for path in (database, Path(f"{database}-wal"), Path(f"{database}-shm")):
+        if path.exists():
+            aside = path.with_name(f"{path.name}.set-aside-{stamp}")
+            path.rename(aside)
+            log.warning("fresh start: %s kept aside as %s", path, aside.name)
+    marker.unlink(missing_ok=True)
+
+
 def _lock_data_dir(data_dir: Path) -> IO[str]:
     """Hold ``<data_dir>/coordinator.lock`` exclusively (``flock``) for as long as the returned
     file is open, with this process's id in it: two coordinators on one data directory would
@@ -194,19 +253,49 @@ def _lock_data_dir(data_dir: Path) -> IO[str]:
 
 
 class SqliteStore:
-    """The coordinator's state under a data directory (``<data_dir>/coordinator.sqlite3``)."""
+    """The coordinator's state under a data directory (``<data_dir>/coordinator.sqlite3``).
 
-    def __init__(self, data_dir: Path) -> None:
+    :param fresh_start: start with empty state even though the directory held state whose
+        database is missing, empty or damaged; the old database is kept aside (renamed with a
+        ``.set-aside-<time>`` suffix), never deleted.
+    :raises CoordinatorStartError: the directory is in use, not writable, or holds state that
+        cannot be read (each with one line naming the file and what to do).
+    """
+
+    def __init__(self, data_dir: Path, *, fresh_start: bool = False) -> None:
         self._lock = _lock_data_dir(data_dir)
+        self.path = data_dir / DATABASE_NAME
+        self.problems: list[str] = []  # rows skipped while loading, in words
+        marker = data_dir / MARKER_NAME
         try:
-            self.path = data_dir / DATABASE_NAME
+            if fresh_start:
+                _set_aside(self.path, marker)
+            held_state = marker.exists()
+            if held_state and (not self.path.exists() or self.path.stat().st_size == 0):
+                raise CoordinatorStartError(
+                    f"{self.path} is {'missing' if not self.path.exists() else 'empty'}, but data directory "
+                    f"{data_dir} held a coordinator's state ({marker.name}: {_read(marker)}): restore the "
+                    f"file from a backup, or start afresh with fresh_start (serve --fresh-start)"
+                )
             # The event loop thread is the only writer; check_same_thread=False lets the
             # embedded coordinator open it on the caller's thread first.
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            damage = self._db.execute("PRAGMA quick_check").fetchone()[0]
+            if damage != "ok":
+                raise sqlite3.DatabaseError(damage)
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        except CoordinatorStartError:
+            self._lock.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            self._lock.close()
+            raise CoordinatorStartError(
+                f"{self.path} is damaged ({exc}): restore it from a backup, or start afresh with "
+                "fresh_start (serve --fresh-start), which keeps the damaged file aside"
+            ) from exc
         except (OSError, sqlite3.Error) as exc:
             self._lock.close()
             raise CoordinatorStartError(
@@ -214,56 +303,70 @@ class SqliteStore:
                 "not used by another coordinator"
             ) from exc
         if row is None:
+            if held_state:
+                self.close()
+                raise CoordinatorStartError(
+                    f"{self.path} has none of the coordinator's tables, but data directory {data_dir} "
+                    f"held a coordinator's state ({marker.name}: {_read(marker)}): restore the file "
+                    "from a backup, or start afresh with fresh_start (serve --fresh-start)"
+                )
             self._db.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                 (str(_SCHEMA_VERSION),),
             )
         elif int(row[0]) > _SCHEMA_VERSION:
+            self.close()
             raise CoordinatorStartError(
                 f"{self.path} was written by a newer coordinator-api (schema {row[0]}); "
                 "upgrade coordinator-api to read it"
             )
+        if not held_state:
+            created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            marker.write_text(f"created {created}, schema {_SCHEMA_VERSION}\n", encoding="utf-8")
 
     def load_consumer_groups(self) -> list[ConsumerGroupSnapshot]:
         """The consumer groups of the incremental protocol a previous run stored."""
-        return [
-            _consumer_group_from_json(group_id, document)
-            for group_id, document in self._db.execute(
-                "SELECT group_id, document FROM consumer_groups ORDER BY group_id"
-            )
-        ]
+        rows = self._db.execute("SELECT group_id, document FROM consumer_groups ORDER BY group_id")
+        return list(self._readable("consumer group", rows, _consumer_group_from_json))
+
+    def _readable(
+        self, what: str, rows: Iterable[tuple[Any, ...]], read: Callable[..., Any]
+    ) -> Iterator[Any]:
+        """``read(*row)`` for each row; a row that cannot be read is skipped, with a warning."""
+        for row in rows:
+            try:
+                yield read(*row)
+            except _UNREADABLE as exc:
+                problem = f"{self.path}: {what} {row[0]!r} cannot be read and is skipped ({exc!r})"
+                log.warning("%s", problem)
+                self.problems.append(problem)
 
     def load(
         self,
     ) -> tuple[list[Topic], list[GroupSnapshot], list[tuple[str, CommittedOffset]]]:
-        topics = [
-            Topic(name=name, partitions=partitions, topic_id=bytes(topic_id))
-            for name, partitions, topic_id in self._db.execute(
-                "SELECT name, partitions, topic_id FROM topics ORDER BY name"
+        db = self._db
+        topics = list(
+            self._readable(
+                "topic", db.execute("SELECT name, partitions, topic_id FROM topics ORDER BY name"), _topic
             )
-        ]
-        groups = [
-            _group_from_json(group_id, metadata)
-            for group_id, metadata in self._db.execute(
-                "SELECT group_id, metadata FROM groups ORDER BY group_id"
+        )
+        groups = list(
+            self._readable(
+                "group",
+                db.execute("SELECT group_id, metadata FROM groups ORDER BY group_id"),
+                _group_from_json,
             )
-        ]
-        offsets = [
-            (
-                group_id,
-                CommittedOffset(
-                    topic=topic,
-                    partition=partition,
-                    offset=offset,
-                    leader_epoch=leader_epoch,
-                    metadata=metadata,
+        )
+        offsets = list(
+            self._readable(
+                "committed offset of group",
+                db.execute(
+                    "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata "
+                    "FROM offsets ORDER BY group_id, topic, partition"
                 ),
+                _offset,
             )
-            for group_id, topic, partition, offset, leader_epoch, metadata in self._db.execute(
-                "SELECT group_id, topic, partition, committed_offset, leader_epoch, metadata "
-                "FROM offsets ORDER BY group_id, topic, partition"
-            )
-        ]
+        )
         return topics, groups, offsets
 
     def apply(self, writes: Iterable[StoreWrite]) -> None:
