@@ -37,6 +37,11 @@ class CoordinatorConfig:
         connection.
     :param connections_max_idle_ms: ``connections.max.idle.ms``: a connection silent this
         long, including one stalled inside a request, is closed.
+    :param request_arrival_timeout_ms: a request whose first bytes have arrived must arrive
+        whole within this long, or its connection is closed: a client trickling a byte at a
+        time into a frame it never finishes would otherwise hold the connection and its buffer
+        forever (each byte resets ``connections_max_idle_ms``). No Kafka counterpart; generous
+        by default (30 s), as a slow link must not be cut off.
     :param heartbeat_hold_ms: how long a Heartbeat of a member of a Stable group may be held
         before it is answered, so that a rebalance reaches the member at once (answered
         REBALANCE_IN_PROGRESS the moment it starts) instead of at its next heartbeat; never more
@@ -71,6 +76,7 @@ class CoordinatorConfig:
     auto_create_topics: bool = False
     max_request_bytes: int = 104_857_600
     connections_max_idle_ms: int = 600_000
+    request_arrival_timeout_ms: int = 30_000
     heartbeat_hold_ms: int = 5000
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
@@ -84,7 +90,11 @@ class CoordinatorConfig:
             value = getattr(self, f.name)
             if f.name.endswith("_ms") and (not isinstance(value, int) or value < 0):
                 raise ConfigurationError(f"{f.name} must be a non-negative integer, got {value!r}")
-        for name in ("offsets_retention_ms", "offsets_retention_check_interval_ms"):
+        for name in (
+            "offsets_retention_ms",
+            "offsets_retention_check_interval_ms",
+            "request_arrival_timeout_ms",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.min_session_timeout_ms > self.max_session_timeout_ms:

@@ -227,13 +227,18 @@ class CoordinatorServer:
 
     async def _close_idle_connections(self) -> None:
         idle_ms = self.config.connections_max_idle_ms
-        period = max(min(idle_ms / 4000, 30.0), 0.05)
+        arrival_ms = self.config.request_arrival_timeout_ms
+        period = max(min(idle_ms / 4000, arrival_ms / 4000, 30.0), 0.05)
         while True:
             await asyncio.sleep(period)
             now = self._now_ms()
             for conn in list(self._connections):
                 if conn.busy_ref is None and now - conn.last_activity_ms > idle_ms:
                     conn.close(f"idle for more than {idle_ms} ms")
+                elif conn.frame_started_ms is not None and now - conn.frame_started_ms > arrival_ms:
+                    conn.close(
+                        f"a request started arriving more than {arrival_ms} ms ago and is not whole yet"
+                    )
 
     # --- requests ---------------------------------------------------------------------------
 
@@ -388,6 +393,7 @@ class _Connection(asyncio.Protocol):
         self._processing = False
         self.client_host = ""
         self.last_activity_ms = server._now_ms()
+        self.frame_started_ms: int | None = None  # when the partial request in the buffer began
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -417,6 +423,8 @@ class _Connection(asyncio.Protocol):
         self.last_activity_ms = self._server._now_ms()
         self._buffer += data
         limit = self._server.config.max_request_bytes
+        if self.frame_started_ms is None:
+            self.frame_started_ms = self.last_activity_ms
         while len(self._buffer) >= 4:
             (size,) = struct.unpack_from(">i", self._buffer)
             if size <= 0 or size > limit:
@@ -426,6 +434,8 @@ class _Connection(asyncio.Protocol):
                 break
             self._queue.append(bytes(self._buffer[4 : 4 + size]))
             del self._buffer[: 4 + size]
+            # The next request, if any of it is here, starts arriving now.
+            self.frame_started_ms = self.last_activity_ms if self._buffer else None
         if self._queue and self.busy_ref is not None:
             # A held heartbeat must not delay what the client sends next.
             self._server.release(self.busy_ref)
@@ -435,6 +445,9 @@ class _Connection(asyncio.Protocol):
         if self._queue and not self._reading_paused and self._transport is not None:
             self._transport.pause_reading()
             self._reading_paused = True
+            # The rest of a request cannot arrive while nothing is read: its clock restarts
+            # with the next bytes read.
+            self.frame_started_ms = None
 
     def _process(self) -> None:
         # Re-entrant calls (a reply sent while routing a request) return here at once; the

@@ -1290,3 +1290,28 @@ def test_serve_warns_about_every_address_but_loopback(host: str, loopback: bool)
     # Which listen addresses get the warning that anyone who reaches the port can do anything
     # (tests never listen beyond 127.0.0.1, so the rule is checked on its own).
     assert _is_loopback(host) is loopback
+
+
+def test_a_request_that_never_finishes_arriving_is_cut_off_however_it_trickles() -> None:
+    # One byte every 100 ms into a frame that would take 100 s: each byte resets the idle
+    # timer, but the request must arrive whole within request_arrival_timeout_ms (here 1 s).
+    # 10 s only detects a hang.
+    with server(request_arrival_timeout_ms=1000) as (_, connect):
+        trickle = connect(timeout=CLOSE_TIMEOUT_S)
+        trickle.sendall(struct.pack(">i", 1000))
+        started, sent, cut = time.monotonic(), 0, None
+        while time.monotonic() - started < 10:
+            try:
+                trickle.sendall(b"\x00")
+                sent += 1
+            except OSError:
+                cut = time.monotonic() - started
+                break
+            if not still_open(trickle):
+                cut = time.monotonic() - started
+                break
+            time.sleep(0.1)
+        assert cut is not None, f"still open after {sent} trickled bytes"
+        assert cut >= 1.0, (cut, sent)
+        busy = connect()  # everyone else is served as usual
+        api_versions_round_trip(busy)
