@@ -20,6 +20,10 @@ class CoordinatorConfig:
     :param min_session_timeout_ms: ``group.min.session.timeout.ms``.
     :param max_session_timeout_ms: ``group.max.session.timeout.ms``.
     :param max_group_size: ``group.max.size``; ``None`` means unlimited.
+    :param max_pending_members: the most member ids a classic group may have handed out and
+        not yet seen join (KIP-394's MEMBER_ID_REQUIRED answers), each kept for its session;
+        one more first join is answered GROUP_MAX_SIZE_REACHED. No Kafka counterpart (Kafka
+        keeps any number): it bounds what a client asking for ids by the thousand can hold.
     :param offset_metadata_max_bytes: ``offset.metadata.max.bytes``.
     :param offsets_retention_ms: ``offsets.retention.minutes`` (in ms; 7 days): how long a
         group's committed offsets outlive it (KIP-211). An Empty group's offsets expire this long
@@ -68,6 +72,7 @@ class CoordinatorConfig:
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
     max_group_size: int | None = None
+    max_pending_members: int = 1000
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
@@ -110,6 +115,10 @@ class CoordinatorConfig:
         if self.consumer_group_max_size is not None and self.consumer_group_max_size < 1:
             raise ConfigurationError(
                 f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"
+            )
+        if self.max_pending_members < 1:
+            raise ConfigurationError(
+                f"max_pending_members must be at least 1, got {self.max_pending_members}"
             )
         if self.max_group_size is not None and self.max_group_size < 1:
             raise ConfigurationError(f"max_group_size must be at least 1, got {self.max_group_size}")

@@ -793,6 +793,12 @@ class GroupCoordinator:
             return
         new_id = self._new_member_id(instance if instance is not None else req.client_id)
         if instance is None and req.require_known_member_id:
+            if len(group.pending_members) >= self._config.max_pending_members:
+                # Kafka keeps every id it hands out until its session passes; a client asking
+                # for ids by the thousand would hold memory (and the group's join phase) for
+                # that long. Bounded here, as a full group is.
+                fx.replies.append((ref, JoinGroupResult(error=ErrorCode.GROUP_MAX_SIZE_REACHED)))
+                return
             deadline = now_ms + req.session_timeout_ms
             group.pending_members[new_id] = deadline
             self._schedule(deadline, _Timer.PENDING, group.group_id, new_id)

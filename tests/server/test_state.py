@@ -122,6 +122,22 @@ def test_pending_member_that_never_returns_expires_and_the_rebalance_completes_w
     assert late.error is E.UNKNOWN_MEMBER_ID
 
 
+def test_pending_member_ids_are_bounded_per_group_and_expired_ones_make_room() -> None:
+    # A client asking for member ids by the thousand (empty member id, KIP-394) holds each for
+    # its session: at most max_pending_members per group, then GROUP_MAX_SIZE_REACHED.
+    d = Driver(initial_rebalance_delay_ms=0, max_pending_members=3)
+    ids = [d.new_member_id(client=f"p{i}") for i in range(3)]
+    assert len(set(ids)) == 3
+    refused = d.join("", client="one-too-many")
+    assert refused is not None and refused.error is E.GROUP_MAX_SIZE_REACHED and refused.member_id == ""
+    assert d.new_member_id(client="x", group="another-group")  # the bound is per group
+    # A pending id that joins, or expires, makes room again.
+    assert d.join(ids[0], client="p0") is not None
+    d.advance(SESSION_MS)
+    again = d.join("", client="later")
+    assert again is not None and again.error is E.MEMBER_ID_REQUIRED
+
+
 def test_pending_member_leaving_lets_the_rebalance_complete() -> None:
     d = Driver(initial_rebalance_delay_ms=0)
     formed = d.form_group(["a"])
