@@ -204,13 +204,18 @@ def _demo(args: argparse.Namespace) -> int:
 def _groups(args: argparse.Namespace) -> int:
     from kafka.errors import KafkaError
 
-    from coordinator_api._inspect import describe_group, list_groups, render_group
+    from coordinator_api._inspect import describe_group, group_document, list_groups, render_group
     from coordinator_api._plugins import PluginRegistry
 
     try:
         if args.group is None:
-            for group in list_groups(args.bootstrap_server, timeout_ms=args.timeout_ms):
-                print(f"{group.group_id}\t{group.protocol_type or '-'}\t{group.state}")
+            listed = list_groups(args.bootstrap_server, timeout_ms=args.timeout_ms)
+            if args.json:
+                fields = ("group_id", "protocol_type", "state")
+                print(json.dumps([{f: getattr(g, f) for f in fields} for g in listed], indent=2))
+            else:
+                for group in listed:
+                    print(f"{group.group_id}\t{group.protocol_type or '-'}\t{group.state}")
             return 0
         description = describe_group(args.bootstrap_server, args.group, timeout_ms=args.timeout_ms)
     except KafkaError as exc:
@@ -221,7 +226,10 @@ def _groups(args: argparse.Namespace) -> int:
     if description.state == "Dead" and not description.members:
         raise CoordinatorApiError(f"group {args.group!r} does not exist on {args.bootstrap_server}")
     decoders = PluginRegistry.load().payload_decoders
-    print(render_group(description, decoders))
+    if args.json:
+        print(json.dumps(group_document(description, decoders), indent=2))
+    else:
+        print(render_group(description, decoders))
     return 0
 
 
@@ -302,6 +310,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--bootstrap-servers",
         default="127.0.0.1:9092",
         help="HOST:PORT of the embedded coordinator or of any Kafka broker (default 127.0.0.1:9092)",
+    )
+    groups.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: a list of groups, or one group with its members (schema in docs/coordinator.md)",
     )
     groups.add_argument(
         "--timeout-ms",

@@ -8,6 +8,7 @@ raw and lets the ``coordinator_api_register_payload_decoders`` plugins put them 
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,6 +157,31 @@ def render_group(description: GroupDescription, decoders: PayloadDecoderRegistry
         if m.assignment:
             lines.append(f"    assignment: {_words(decoders.describe_assignment, d, m.assignment)}")
     return "\n".join(lines)
+
+
+def group_document(description: GroupDescription, decoders: PayloadDecoderRegistry) -> dict[str, Any]:
+    """The group as ``coordinator-api groups GROUP --json`` prints it (a stable schema,
+    docs/coordinator.md): payloads in words and as base64."""
+    d = description
+    return {
+        "group_id": d.group_id,
+        "state": d.state,
+        "protocol_type": d.protocol_type,
+        "protocol": d.protocol,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "metadata": _words(decoders.describe_metadata, d, m.metadata) if m.metadata else None,
+                "assignment": _words(decoders.describe_assignment, d, m.assignment) if m.assignment else None,
+                "metadata_base64": base64.b64encode(m.metadata).decode("ascii"),
+                "assignment_base64": base64.b64encode(m.assignment).decode("ascii"),
+            }
+            for m in d.members
+        ],
+    }
 
 
 def _words(describe: Any, group: GroupDescription, payload: bytes) -> str:

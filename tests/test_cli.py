@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import json
 import signal
 import subprocess
 import sys
@@ -164,6 +166,30 @@ def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
             described = cli("groups", "readers", "--bootstrap-servers", coordinator.bootstrap_servers)
             assert described.returncode == 0
             assert described.stdout.startswith("group readers: Stable, protocol type consumer")
+            listed_json = json.loads(
+                cli("groups", "--json", "--bootstrap-server", coordinator.bootstrap_servers).stdout
+            )
+            assert listed_json == [{"group_id": "readers", "protocol_type": "consumer", "state": "Stable"}]
+            document = json.loads(
+                cli("groups", "readers", "--json", "--bootstrap-server", coordinator.bootstrap_servers).stdout
+            )
+            assert (document["group_id"], document["state"], document["protocol_type"]) == (
+                "readers",
+                "Stable",
+                "consumer",
+            )
+            (member,) = document["members"]
+            assert set(member) == {
+                "member_id",
+                "group_instance_id",
+                "client_id",
+                "client_host",
+                "metadata",
+                "assignment",
+                "metadata_base64",
+                "assignment_base64",
+            }
+            assert "t" in member["assignment"] and base64.b64decode(member["assignment_base64"])
             missing = cli("groups", "nobody", "--bootstrap-server", coordinator.bootstrap_servers)
             assert missing.returncode == 2
             assert missing.stderr.strip() == (
