@@ -7,6 +7,7 @@ import asyncio
 import importlib.metadata
 import json
 import logging
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -76,6 +77,25 @@ def _bounded(low: int, high: int | None = None) -> Any:
         return value
 
     return parse
+
+
+def _server_flags() -> argparse.ArgumentParser:
+    """The flags of the commands that talk to a coordinator or a Kafka cluster."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--bootstrap-server",
+        "--bootstrap-servers",
+        default="127.0.0.1:9092",
+        help="HOST:PORT of the embedded coordinator or of any Kafka broker (default 127.0.0.1:9092)",
+    )
+    flags.add_argument(
+        "--timeout-ms",
+        type=_bounded(1),
+        default=2000,
+        help="give up on a server that does not answer within this long (default 2000)",
+    )
+    flags.add_argument("--json", action="store_true", help="print JSON (schemas in docs/coordinator.md)")
+    return flags
 
 
 def _global_flags(*, defaults: bool) -> argparse.ArgumentParser:
@@ -219,10 +239,7 @@ def _groups(args: argparse.Namespace) -> int:
             return 0
         description = describe_group(args.bootstrap_server, args.group, timeout_ms=args.timeout_ms)
     except KafkaError as exc:
-        raise CoordinatorApiError(
-            f"no answer from {args.bootstrap_server} within {args.timeout_ms} ms ({type(exc).__name__}); "
-            "is a coordinator or Kafka broker listening there? (--bootstrap-server, --timeout-ms)"
-        ) from exc
+        raise _unreachable(args, exc) from exc
     if description.state == "Dead" and not description.members:
         raise CoordinatorApiError(f"group {args.group!r} does not exist on {args.bootstrap_server}")
     decoders = PluginRegistry.load().payload_decoders
@@ -231,6 +248,70 @@ def _groups(args: argparse.Namespace) -> int:
     else:
         print(render_group(description, decoders))
     return 0
+
+
+def _topics(args: argparse.Namespace) -> int:
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=args.bootstrap_server,
+            client_id="coordinator-api-topics",
+            request_timeout_ms=args.timeout_ms,
+            bootstrap_timeout_ms=args.timeout_ms,
+        )
+    except KafkaError as exc:
+        raise _unreachable(args, exc) from exc
+    try:
+        if args.topics_command == "create":
+            try:
+                admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor)])
+            except KafkaError as exc:
+                raise CoordinatorApiError(
+                    f"cannot create topic {args.topic!r}: {_kafka_reason(exc)}"
+                ) from exc
+            if args.json:
+                print(json.dumps({"topic": args.topic, "partitions": args.partitions}))
+            else:
+                print(f"created topic {args.topic} with {args.partitions} partition(s)")
+            return 0
+        names = sorted(admin.list_topics()) if args.topics_command == "list" else [args.topic]
+        described = []
+        for topic in admin.describe_topics(names):
+            if topic["error_code"]:
+                raise CoordinatorApiError(
+                    f"topic {topic['name']!r} does not exist on {args.bootstrap_server}"
+                )
+            described.append(
+                {
+                    "topic": topic["name"],
+                    "topic_id": topic["topic_id"],
+                    "partitions": len(topic["partitions"]),
+                }
+            )
+    finally:
+        admin.close()
+    if args.json:
+        print(json.dumps(described if args.topics_command == "list" else described[0], indent=2))
+    else:
+        for t in described:
+            print(f"{t['topic']}\t{t['partitions']} partition(s)\t{t['topic_id']}")
+    return 0
+
+
+def _unreachable(args: argparse.Namespace, exc: Exception) -> CoordinatorApiError:
+    return CoordinatorApiError(
+        f"no answer from {args.bootstrap_server} within {args.timeout_ms} ms ({type(exc).__name__}); "
+        "is a coordinator or Kafka broker listening there? (--bootstrap-server, --timeout-ms)"
+    )
+
+
+def _kafka_reason(exc: Exception) -> str:
+    """The error name and the server's message of a kafka-python error, without the request."""
+    text = str(exc)
+    found = re.search(r'error_message=["\'](.*?)["\'],', text)
+    return f"{type(exc).__name__}: {found.group(1)}" if found else type(exc).__name__
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -302,26 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Without GROUP, list every group (id, protocol type, state). With GROUP, show "
         "its members and their metadata and assignments, put in words by the installed plugins' "
         "payload decoders.",
-        parents=anywhere,
+        parents=[*anywhere, _server_flags()],
     )
     groups.add_argument("group", nargs="?", help="the group to describe")
-    groups.add_argument(
-        "--bootstrap-server",
-        "--bootstrap-servers",
-        default="127.0.0.1:9092",
-        help="HOST:PORT of the embedded coordinator or of any Kafka broker (default 127.0.0.1:9092)",
-    )
-    groups.add_argument(
-        "--json",
-        action="store_true",
-        help="print JSON: a list of groups, or one group with its members (schema in docs/coordinator.md)",
-    )
-    groups.add_argument(
-        "--timeout-ms",
-        type=_bounded(1),
-        default=2000,
-        help="give up on a server that does not answer within this long (default 2000)",
-    )
     groups.set_defaults(func=_groups)
 
     plugins = commands.add_parser(
@@ -333,6 +397,27 @@ def build_parser() -> argparse.ArgumentParser:
         parents=anywhere,
     )
     plugins.set_defaults(func=_plugins)
+
+    topics = commands.add_parser(
+        "topics",
+        help="list, describe or create topics (kafka-topics)",
+        description="Topics of the embedded coordinator or of any Kafka cluster, as kafka-topics shows them.",
+        parents=anywhere,
+    )
+    topic_commands = topics.add_subparsers(dest="topics_command", required=True)
+    server = _server_flags()
+    listing = topic_commands.add_parser("list", help="every topic", parents=[*anywhere, server])
+    listing.set_defaults(func=_topics)
+    describe = topic_commands.add_parser("describe", help="one topic", parents=[*anywhere, server])
+    describe.add_argument("topic", help="the topic")
+    describe.set_defaults(func=_topics)
+    create = topic_commands.add_parser("create", help="declare a topic", parents=[*anywhere, server])
+    create.add_argument("topic", help="the topic")
+    create.add_argument("--partitions", type=_bounded(1), default=1, help="partitions (default 1)")
+    create.add_argument(
+        "--replication-factor", type=_bounded(1), default=1, help="replicas of each partition (default 1)"
+    )
+    create.set_defaults(func=_topics)
 
     data = commands.add_parser(
         "data",

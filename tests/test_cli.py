@@ -197,3 +197,25 @@ def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
             )
         finally:
             consumer.close()
+
+
+def test_topics_list_describe_and_create_as_kafka_topics_does() -> None:
+    with EmbeddedCoordinator(topics={"events": 3}) as coordinator:
+        server = ("--bootstrap-server", coordinator.bootstrap_servers)
+        created = cli("topics", "create", "orders", "--partitions", "6", *server)
+        assert created.returncode == 0 and created.stdout == "created topic orders with 6 partition(s)\n"
+        listed = cli("topics", "list", *server)
+        assert [line.split("\t")[:2] for line in listed.stdout.splitlines()] == [
+            ["events", "3 partition(s)"],
+            ["orders", "6 partition(s)"],
+        ]
+        described = json.loads(cli("topics", "describe", "orders", "--json", *server).stdout)
+        assert described["topic"] == "orders" and described["partitions"] == 6 and described["topic_id"]
+        again = cli("topics", "create", "orders", *server)
+        assert again.returncode == 2
+        exists = "cannot create topic 'orders': TopicAlreadyExistsError: topic 'orders' already exists"
+        assert again.stderr.strip() == f"coordinator-api: error: {exists}"
+        missing = cli("topics", "describe", "nope", *server)
+        assert missing.returncode == 2 and "topic 'nope' does not exist" in missing.stderr
+    gone = cli("topics", "list", "--bootstrap-server", "127.0.0.1:9")
+    assert gone.returncode == 2 and len(gone.stderr.strip().splitlines()) == 1, gone.stderr
