@@ -576,8 +576,12 @@ class ConsumerGroups:
         existing = group.members.get(member_id)
         if req.instance_id is None:
             if req.member_epoch == JOIN_EPOCH:
-                if existing is not None:  # rejoining with epoch 0: start over from nothing
-                    self._remove(group, existing, events, kind="left", detail="rejoined with epoch 0")
+                # A member still in the group that joins again under its id (its answer was
+                # lost, or it gave everything up and starts over) stays the same member, at its
+                # epoch, with what it now owns (nothing, usually): as on Kafka 4's brokers, no new
+                # group epoch and no change for anyone else.
+                if existing is not None:
+                    return existing, False
                 return _Member(member_id=member_id), True
             if existing is None:
                 raise _unknown_member(member_id, group.group_id)

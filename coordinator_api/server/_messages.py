@@ -310,7 +310,7 @@ class ConsumerGroupHeartbeatResult:
     error: ErrorCode
     message: str | None = None
     member_id: str | None = None
-    member_epoch: int = -1
+    member_epoch: int = 0  # what Kafka's brokers put in an error answer
     heartbeat_interval_ms: int = 0
     assignment: TopicIdPartitions | None = None
 

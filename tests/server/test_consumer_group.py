@@ -149,6 +149,24 @@ def c() -> Coordinator:
     return Coordinator()
 
 
+def test_a_member_that_joins_again_under_its_id_stays_the_same_member(c: Coordinator) -> None:
+    # As Kafka 4.3's broker answers it (checked with raw requests): a dynamic member still in the
+    # group that sends epoch 0 again keeps its epoch and its assignment, owning what it reports
+    # (nothing); the group epoch does not move and nobody else is disturbed.
+    c.heartbeat("a", 0)
+    b = c.heartbeat("b", 0)
+    a = c.heartbeat("a", 1, t(0, 1, 2))  # a gives up 3-5 for b
+    b = c.heartbeat("b", b.member_epoch)
+    b = c.heartbeat("b", b.member_epoch, c.names(b))
+    a = c.heartbeat("a", a.member_epoch, c.names(a))
+    epoch = c.describe().group_epoch  # type: ignore[attr-defined]
+    again = c.heartbeat("a", 0)
+    assert (again.error, again.member_epoch) == (ErrorCode.NONE, a.member_epoch)
+    assert c.names(again) == t(0, 1, 2)  # the whole assignment, as for every join
+    assert c.describe().group_epoch == epoch  # type: ignore[attr-defined]
+    assert c.heartbeat("b", b.member_epoch).assignment is None  # nothing new for b
+
+
 def test_a_first_member_gets_every_partition_at_epoch_one(c: Coordinator) -> None:
     a = c.heartbeat("a", 0)
     assert (a.error, a.member_id, a.member_epoch, a.heartbeat_interval_ms) == (
