@@ -7,7 +7,6 @@ import asyncio
 import importlib.metadata
 import json
 import logging
-import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from coordinator_api._errors import ConfigurationError, CoordinatorApiError
 from coordinator_api._plugins import add_plugin_commands, plugins_report
+from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig, CoordinatorServer
 
 if sys.version_info >= (3, 11):
@@ -143,19 +143,17 @@ def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     return dict(doc.get("coordinator", {})), dict(topics)
 
 
+# Each setting's flag help; the default is added from CoordinatorConfig.
 _SETTING_FLAGS = {
     "initial_rebalance_delay_ms": "how long a new group's first rebalance waits for more members "
-    "(group.initial.rebalance.delay.ms; default 3000)",
-    "min_session_timeout_ms": "the shortest session a member may ask for (group.min.session.timeout.ms; "
-    "default 6000)",
-    "max_session_timeout_ms": "the longest session a member may ask for (group.max.session.timeout.ms; "
-    "default 1800000)",
-    "max_group_size": "the most members a group may have (group.max.size; default unlimited)",
-    "connections_max_idle_ms": "close connections silent this long (connections.max.idle.ms; default 600000)",
-    "max_request_bytes": "close a connection whose request is larger (socket.request.max.bytes; default "
-    "104857600)",
+    "(group.initial.rebalance.delay.ms)",
+    "min_session_timeout_ms": "the shortest session a member may ask for (group.min.session.timeout.ms)",
+    "max_session_timeout_ms": "the longest session a member may ask for (group.max.session.timeout.ms)",
+    "max_group_size": "the most members a group may have (group.max.size)",
+    "connections_max_idle_ms": "close connections silent this long (connections.max.idle.ms)",
+    "max_request_bytes": "close a connection whose request is larger (socket.request.max.bytes)",
     "heartbeat_hold_ms": "hold a heartbeat with nothing new up to this long, to answer it the moment "
-    "there is news; 0 answers at once as Kafka does (default 5000)",
+    "there is news; 0 answers at once as Kafka does",
 }
 
 
@@ -251,8 +249,8 @@ def _groups(args: argparse.Namespace) -> int:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import KafkaError
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import KafkaError, for_code
 
     try:
         admin = KafkaAdminClient(
@@ -265,12 +263,16 @@ def _topics(args: argparse.Namespace) -> int:
         raise _unreachable(args, exc) from exc
     try:
         if args.topics_command == "create":
+            wanted = {"num_partitions": args.partitions, "replication_factor": args.replication_factor}
             try:
-                admin.create_topics([NewTopic(args.topic, args.partitions, args.replication_factor)])
+                (created,) = admin.create_topics({args.topic: wanted}, raise_errors=False)["topics"]
             except KafkaError as exc:
-                raise CoordinatorApiError(
-                    f"cannot create topic {args.topic!r}: {_kafka_reason(exc)}"
-                ) from exc
+                raise _unreachable(args, exc) from exc
+            if created["error_code"]:
+                reason = for_code(created["error_code"]).__name__
+                if created["error_message"]:
+                    reason += f": {created['error_message']}"
+                raise CoordinatorApiError(f"cannot create topic {args.topic!r}: {reason}")
             if args.json:
                 print(json.dumps({"topic": args.topic, "partitions": args.partitions}))
             else:
@@ -279,10 +281,13 @@ def _topics(args: argparse.Namespace) -> int:
         names = sorted(admin.list_topics()) if args.topics_command == "list" else [args.topic]
         described = []
         for topic in admin.describe_topics(names):
-            if topic["error_code"]:
+            if topic["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 raise CoordinatorApiError(
                     f"topic {topic['name']!r} does not exist on {args.bootstrap_server}"
                 )
+            if topic["error_code"]:
+                reason = for_code(topic["error_code"]).__name__
+                raise CoordinatorApiError(f"cannot describe topic {topic['name']!r}: {reason}")
             described.append(
                 {
                     "topic": topic["name"],
@@ -305,13 +310,6 @@ def _unreachable(args: argparse.Namespace, exc: Exception) -> CoordinatorApiErro
         f"no answer from {args.bootstrap_server} within {args.timeout_ms} ms ({type(exc).__name__}); "
         "is a coordinator or Kafka broker listening there? (--bootstrap-server, --timeout-ms)"
     )
-
-
-def _kafka_reason(exc: Exception) -> str:
-    """The error name and the server's message of a kafka-python error, without the request."""
-    text = str(exc)
-    found = re.search(r'error_message=["\'](.*?)["\'],', text)
-    return f"{type(exc).__name__}: {found.group(1)}" if found else type(exc).__name__
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -360,8 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME:PARTITIONS",
         help="declare a topic (repeatable)",
     )
+    defaults = CoordinatorConfig()
     for name, help_text in _SETTING_FLAGS.items():
-        serve.add_argument("--" + name.replace("_", "-"), type=_bounded(0), default=None, help=help_text)
+        default = getattr(defaults, name)
+        shown = "unlimited" if default is None else default
+        serve.add_argument(
+            "--" + name.replace("_", "-"),
+            type=_bounded(0),
+            default=None,
+            help=f"{help_text}; default {shown}",
+        )
     serve.set_defaults(func=_serve, default_log_level="INFO")
 
     demo = commands.add_parser(

@@ -182,10 +182,9 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
 
 
 def _topic(name: Any, partitions: Any, topic_id: Any) -> Topic:
-    if not isinstance(name, str) or type(partitions) is not int or partitions < 1:
-        raise ValueError(f"partitions {partitions!r}")
-    if not isinstance(topic_id, bytes) or len(topic_id) != 16:
-        raise ValueError(f"topic id {topic_id!r}")
+    valid_id = isinstance(topic_id, bytes) and len(topic_id) == 16
+    if not (isinstance(name, str) and type(partitions) is int and partitions >= 1 and valid_id):
+        raise ValueError(f"row {(name, partitions, topic_id)!r}")
     return Topic(name=name, partitions=partitions, topic_id=topic_id)
 
 

@@ -211,16 +211,13 @@ def _place_by_cores(
                 pop(heap)
                 current, j = heap[0]
             w = weights[i]
-            back = was[i]
-            if back >= 0 and back != j and load[back] <= current + _EPSILON * core_count:
-                load[back] += w
-                owner[i] = back
-                push(heap, (load[back], back))
-                continue
-            current += w
-            load[j] = current
-            owner[i] = j
-            replace(heap, (current, j))
+            k = j if was[i] < 0 else _sticky(was[i], j, (current + w) / core_count, load, cores, w)
+            load[k] += w
+            owner[i] = k
+            if k == j:
+                replace(heap, (load[k], k))
+            else:  # back to its previous executor, off the heap's head
+                push(heap, (load[k], k))
         return
     classes = sorted(by_cores.items())
     for _, heap in classes:
