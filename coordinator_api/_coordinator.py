@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import abc
 import logging
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +23,7 @@ from coordinator_api._errors import (
     InvalidAssignmentError,
     InvalidMetadataError,
 )
+from coordinator_api._membership._group_heartbeat import CONSUMER as CONSUMER_PROTOCOL_TYPE
 from coordinator_api._membership._session import (
     CONNECTION_OPTIONS,
     ApplicationAction,
@@ -35,21 +37,25 @@ from coordinator_api._membership._session import (
     PrepareJoin,
     Reconcile,
 )
+from coordinator_api._plugins._events import MemberEvent
 from coordinator_api._plugins._manager import PluginHooks
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
 
 
-#: The group protocols a member may speak: Kafka's classic one (JoinGroup, SyncGroup,
-#: Heartbeat; the group leader assigns) and the incremental one of KIP-848
-#: (ConsumerGroupHeartbeat; the coordinator assigns, each member reconciles on its own).
-GROUP_PROTOCOLS = ("classic", "consumer")
+#: The group protocols a member may ask for: Kafka's classic one (JoinGroup, SyncGroup,
+#: Heartbeat; the group leader assigns); KIP-848's for consumer groups (ConsumerGroupHeartbeat;
+#: the coordinator assigns, each member reconciles on its own); and ``incremental``, the same
+#: reconciliation for any protocol type (GroupHeartbeat for types other than ``consumer``) where
+#: the coordinator serves it, else the classic protocol, chosen when the member first joins.
+GROUP_PROTOCOLS = ("classic", "consumer", "incremental")
 
 
 class Coordinator(abc.ABC):
     """A member of a group coordinated by Kafka's classic group protocol (or, for consumer
-    groups, the incremental one: ``group_protocol="consumer"``).
+    groups, and on the embedded coordinator for any protocol type, the incremental one:
+    ``group_protocol="consumer"`` or ``"incremental"``).
 
     Subclass it and implement :meth:`protocol_type`, :meth:`metadata`,
     :meth:`perform_assignment` and :meth:`on_join_complete` (and, if useful,
@@ -73,12 +79,17 @@ class Coordinator(abc.ABC):
     computes every member's assignment from what each subscribes to (:meth:`group_subscription`),
     and each member reconciles on its own, with no group-wide barrier: :meth:`on_reconcile`
     stops what the member gives up and then starts what it is given, and the member
-    acknowledges at once. Only the consumer protocol type is served this way (by Kafka 4's
-    brokers and by the embedded coordinator); :meth:`metadata`, :meth:`perform_assignment`,
+    acknowledges at once. :meth:`metadata`, :meth:`perform_assignment`,
     :meth:`on_join_prepare` and :meth:`on_join_complete` are not used. The coordinator sets the
     heartbeat interval and the session; ``session_timeout_ms`` must not exceed its session
     (``group.consumer.session.timeout.ms``, 45 s on Kafka by default), since the member's lease
-    is counted from it.
+    is counted from it. Kafka 4's brokers serve it for the consumer protocol type only; the
+    embedded coordinator serves it for every protocol type a plugin registered a server-side
+    assignor for, over this project's GroupHeartbeat: with ``group_protocol="incremental"`` a
+    member of such a type declares its resources (``GroupSubscription(resources=...)``) and
+    reconciles in :meth:`on_reconcile_resources`; where the coordinator does not serve that API
+    (a Kafka cluster) the member speaks the classic protocol instead, says so in the log, and
+    :attr:`group_protocol` tells which it speaks.
 
     :param group_id: the group to join.
     :param bootstrap_servers: ``host:port[,host:port...]`` of the coordinator or Kafka cluster.
@@ -97,7 +108,8 @@ class Coordinator(abc.ABC):
     :param client_id: the client id sent to the coordinator (member ids start with it).
     :param retry_backoff_ms: pause before retrying after an error.
     :param request_timeout_ms: timeout for requests without a timeout of their own.
-    :param group_protocol: ``"classic"`` (the default) or ``"consumer"`` (see above).
+    :param group_protocol: ``"classic"`` (the default), ``"consumer"`` (the consumer protocol
+        type only) or ``"incremental"`` (any protocol type; see above).
     :param plugin_manager: a plugin manager (:func:`~coordinator_api.get_plugin_manager`) whose
         ``coordinator_api_on_member_event`` hooks observe this member: joined, assigned,
         revoked, lost and left, with the generation and how long each step took.
@@ -217,12 +229,13 @@ class Coordinator(abc.ABC):
         """The member is about to leave the group: release the assignment."""
 
     def group_subscription(self) -> GroupSubscription:
-        """``group_protocol="consumer"`` only: what this member subscribes to (topic names or a
-        regular expression the coordinator evaluates, the server-side assignor it asks for, its
-        rack). Asked once, when the member first joins."""
+        """The incremental protocol only: what this member subscribes to (for a consumer group,
+        topic names or a regular expression the coordinator evaluates; for any other protocol
+        type, the group's resources), the server-side assignor it asks for, its rack. Asked
+        once, when the member first joins."""
         raise ConfigurationError(
             f"{type(self).__name__} does not implement group_subscription(), so it cannot use "
-            "group_protocol='consumer'"
+            "the incremental protocol"
         )
 
     def on_reconcile(
@@ -241,6 +254,23 @@ class Coordinator(abc.ABC):
             "group_protocol='consumer'"
         )
 
+    def on_reconcile_resources(
+        self,
+        member_epoch: int,
+        member_id: str,
+        revoked: frozenset[tuple[str, int]],
+        assigned: frozenset[tuple[str, int]],
+    ) -> None:
+        """``group_protocol="incremental"``, a protocol type other than ``consumer``: the
+        coordinator changed this member's assignment. Stop acting on ``revoked`` first, then
+        start ``assigned``; both are sets of (resource group, index). The member acknowledges
+        when this returns: only then can the revoked resources be given to others.
+        ``member_epoch`` fences what the member does with them (offset commits carry it)."""
+        raise ConfigurationError(
+            f"{type(self).__name__} does not implement on_reconcile_resources(), so it cannot use "
+            "group_protocol='incremental'"
+        )
+
     def on_lost(self, reason: str) -> None:
         """The assignment may already be another member's (heartbeats failed for too long, or
         the coordinator fenced this member): stop acting on it now. Runs on the heartbeat
@@ -256,6 +286,13 @@ class Coordinator(abc.ABC):
     def member_id(self) -> str:
         """This member's id ("" before it has one)."""
         return self.generation().member_id
+
+    @property
+    def group_protocol(self) -> str:
+        """The group protocol this member speaks: ``classic``, ``consumer`` or ``incremental``
+        (until the member first joins, the one asked for; ``incremental`` then becomes
+        ``classic`` where the coordinator does not serve it)."""
+        return self._group_protocol
 
     def generation(self) -> Generation:
         """The member's current generation (``NO_GENERATION`` before it joined)."""
@@ -307,8 +344,14 @@ class Coordinator(abc.ABC):
         As Kafka's coordinator decides, the whole group rebalances into a new generation when
         this member is the leader or its metadata changed; a follower whose metadata did not
         change gets the current generation's assignment back.
+
+        With the incremental protocol nothing is released: the member reads
+        :meth:`group_subscription` again and heartbeats at once; if what it subscribes to
+        changed, the coordinator computes a new target and reconciles whoever it concerns.
         """
-        self._start().request_rejoin(reason)
+        session = self._start()
+        incremental = self._group_protocol != "classic"
+        session.request_rejoin(reason, self.group_subscription() if incremental else None)
 
     def leave_group(self, reason: str = "the application left") -> None:
         """Leave the group now (also for a static member); a later poll joins again."""
@@ -330,7 +373,7 @@ class Coordinator(abc.ABC):
             return
         try:
             self._release_before_leaving(session)
-            if self._settings.group_instance_id is None or self._group_protocol == "consumer":
+            if self._settings.group_instance_id is None or self._group_protocol != "classic":
                 session.leave("the member closed", timeout_ms=int(timeout * 1000))
         finally:
             session.close()
@@ -392,7 +435,7 @@ class Coordinator(abc.ABC):
                 "this Coordinator is closed; create a new one", group_id=self._group_id, member_id=""
             )
         observe = self._hooks.on_member_event if self._hooks is not None else None
-        if self._session is None and self._group_protocol == "consumer":
+        if self._session is None and self._group_protocol != "classic":
             s = self._settings
             settings = IncrementalSettings(
                 group_id=s.group_id,
@@ -405,15 +448,8 @@ class Coordinator(abc.ABC):
                 retry_backoff_ms=s.retry_backoff_ms,
                 lease_margin_ms=s.lease_margin_ms,
             )
-            self._session = MembershipSession.connect_incremental(
-                settings,
-                self.group_subscription(),
-                connection_options=self._connection_options,
-                request_timeout_ms=self._request_timeout_ms,
-                on_lost=self._lost,
-                observe=observe,
-            )
-        elif self._session is None:
+            self._session = self._incremental_session(settings, observe)
+        if self._session is None:
             self._session = MembershipSession.connect(
                 self._settings,
                 protocol_type=self.protocol_type(),
@@ -423,6 +459,58 @@ class Coordinator(abc.ABC):
                 observe=observe,
             )
         return self._session
+
+    def _incremental_session(
+        self, settings: IncrementalSettings, observe: Callable[[MemberEvent], None] | None
+    ) -> MembershipSession | None:
+        """A session of the incremental protocol; None (and the classic protocol from now on)
+        if ``group_protocol="incremental"`` and the coordinator does not serve it."""
+        protocol_type = self.protocol_type()
+        if (self._group_protocol == "consumer") != (protocol_type == CONSUMER_PROTOCOL_TYPE):
+            raise ConfigurationError(
+                f"group {self._group_id!r}: group_protocol='consumer' is for the consumer protocol type "
+                f"only; protocol type {protocol_type!r} asks for group_protocol='incremental'"
+                if self._group_protocol == "consumer"
+                else f"group {self._group_id!r}: a consumer group's member asks for group_protocol='consumer'"
+            )
+        subscription = self.group_subscription()
+        if protocol_type != CONSUMER_PROTOCOL_TYPE and subscription.resources is None:
+            raise ConfigurationError(
+                f"group {self._group_id!r}: group_subscription() of protocol type {protocol_type!r} must "
+                "declare its resources (GroupSubscription(resources={name: count}))"
+            )
+        deadline = time.monotonic() + self._request_timeout_ms / 1000
+        while True:
+            try:
+                session = MembershipSession.connect_incremental(
+                    settings,
+                    subscription,
+                    protocol_type=protocol_type,
+                    only_if_served=self._group_protocol == "incremental",
+                    connection_options=self._connection_options,
+                    request_timeout_ms=self._request_timeout_ms,
+                    on_lost=self._lost,
+                    observe=observe,
+                )
+                break
+            except Exception as exc:  # kafka-python's connection errors: retry, as a join would
+                if time.monotonic() >= deadline:
+                    raise GroupTimeoutError(
+                        f"could not ask the coordinator of group {self._group_id!r} which group protocol "
+                        f"it serves within {self._request_timeout_ms} ms: {exc!r}",
+                        group_id=self._group_id,
+                        member_id="",
+                    ) from exc
+                time.sleep(self._settings.retry_backoff_ms / 1000)
+        if session is None:
+            log.warning(
+                "group %s: the coordinator does not serve the incremental protocol for protocol type %s "
+                "(a Kafka cluster serves it for consumer groups only): using the classic protocol",
+                self._group_id,
+                protocol_type,
+            )
+            self._group_protocol = "classic"
+        return session
 
     def _lost(self, lost: Lost) -> None:
         try:
@@ -476,15 +564,26 @@ class Coordinator(abc.ABC):
 
     def _reconcile(self, session: MembershipSession, request: Reconcile) -> None:
         try:
-            self._callback(
-                session,
-                "on_reconcile",
-                self.on_reconcile,
-                request.member_epoch,
-                request.member_id,
-                request.revoked,
-                request.assigned,
-            )
+            if self.protocol_type() == CONSUMER_PROTOCOL_TYPE:
+                self._callback(
+                    session,
+                    "on_reconcile",
+                    self.on_reconcile,
+                    request.member_epoch,
+                    request.member_id,
+                    request.revoked,
+                    request.assigned,
+                )
+            else:  # resources are named on the wire: (name in UTF-8, index)
+                self._callback(
+                    session,
+                    "on_reconcile_resources",
+                    self.on_reconcile_resources,
+                    request.member_epoch,
+                    request.member_id,
+                    frozenset((key.decode(), index) for key, index in request.revoked),
+                    frozenset((key.decode(), index) for key, index in request.assigned),
+                )
         except CallbackError:
             session.report_reconciled(request, ok=False)
             raise

@@ -68,6 +68,14 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    # This project's own APIs, in Kafka's framing (from 10000 up, far from Kafka's own keys).
+    GROUP_HEARTBEAT = 10068
+
+
+#: The most resources a group of the incremental protocol that is not a consumer group may have
+#: (GroupHeartbeat; every resource group its members declare, together): each is assigned and
+#: tracked one by one, by the coordinator and by the member.
+MAX_GROUP_RESOURCES = 100_000
 
 
 def error_name(code: int) -> str:

@@ -276,6 +276,10 @@ class IncrementalMachine:
             case JoinWanted() | Polled():
                 self.last_poll = now
                 self.want_join = True
+                if isinstance(event, JoinWanted) and self._joined() and self.next_heartbeat is not None:
+                    # Asked to rejoin while in the group: what it subscribes to may have
+                    # changed, so the coordinator hears it now (a heartbeat carries it all).
+                    self.next_heartbeat = min(self.next_heartbeat, now)
             case CoordinatorFound():
                 self.finding, self.coordinator_known, self.retry_at = False, True, None
             case CoordinatorLookupFailed():

@@ -137,6 +137,7 @@ class MembershipSession:
         self._clock = clock
         self._observe = observe
         self._machine = machine
+        self._wire = wire
         self._round_started: int | None = None
         self._woken = False
         self._driver: MemberDriver[Any] = MemberDriver(
@@ -175,19 +176,37 @@ class MembershipSession:
         settings: IncrementalSettings,
         subscription: GroupSubscription,
         *,
+        protocol_type: str = "consumer",
+        only_if_served: bool = False,
         connection_options: dict[str, Any],
         request_timeout_ms: int,
         on_lost: Callable[[Lost], None],
         observe: Callable[[MemberEvent], None] | None = None,
-    ) -> MembershipSession:
-        """A session speaking the incremental protocol (KIP-848, ConsumerGroupHeartbeat) over
-        kafka-python's connections: the coordinator assigns, the application reconciles."""
+    ) -> MembershipSession | None:
+        """A session speaking the incremental protocol over kafka-python's connections
+        (KIP-848's ConsumerGroupHeartbeat for ``protocol_type`` ``consumer``, this project's
+        GroupHeartbeat for any other): the coordinator assigns, the application reconciles.
+
+        :param only_if_served: first ask the group's coordinator whether it serves that API;
+            None if it does not.
+        :raises Exception: kafka-python's error when ``only_if_served`` and the coordinator
+            cannot be reached.
+        """
         wire = IncrementalWire(
             settings,
             subscription,
+            protocol_type=protocol_type,
             connection_options=connection_options,
             request_timeout_ms=request_timeout_ms,
         )
+        try:
+            served = not only_if_served or wire.coordinator_serves()
+        except BaseException:
+            wire.close()
+            raise
+        if not served:
+            wire.close()
+            return None
         return cls(IncrementalMachine(settings), wire, on_lost=on_lost, observe=observe)
 
     # --- the clock ---------------------------------------------------------------------------------
@@ -230,8 +249,11 @@ class MembershipSession:
         and the max poll interval starts over."""
         self._driver.submit(Polled())
 
-    def request_rejoin(self, reason: str) -> None:
-        """Rejoin at the next chance: a new round of callbacks and a JoinGroup."""
+    def request_rejoin(self, reason: str, subscription: GroupSubscription | None = None) -> None:
+        """Rejoin at the next chance: a new round of callbacks and a JoinGroup (the incremental
+        protocol: a heartbeat now, with ``subscription`` from then on if given)."""
+        if subscription is not None and isinstance(self._wire, IncrementalWire):
+            self._wire.subscription = subscription
         self._driver.submit(JoinWanted(reason))
 
     def next_action(self) -> ApplicationAction | None:

@@ -48,6 +48,9 @@ class AssignmentSpec:
     :ivar rack: its rack, if it gave one.
     :ivar topics: the topics (resource groups) it subscribes to, each known to the coordinator.
     :ivar current: its current target: what the previous assignment gave it (for stickiness).
+    :ivar metadata: what it tells its protocol type's assignor (a group of a protocol type other
+        than ``consumer``: ``GroupSubscription.metadata``, in the plugin's own payload format;
+        empty for consumer groups).
     """
 
     member_id: str
@@ -55,6 +58,7 @@ class AssignmentSpec:
     rack: str | None
     topics: frozenset[str]
     current: frozenset[Resource]
+    metadata: bytes = b""
 
 
 ServerAssignor: TypeAlias = Callable[
@@ -345,6 +349,10 @@ class ServerAssignorRegistry(_Registry[tuple[str, str], ServerAssignor]):
     def of(self, protocol_type: str) -> dict[str, ServerAssignor]:
         """Every server-side assignor of ``protocol_type``, by name (sorted)."""
         return {name: self.get(kind, name) for kind, name in sorted(self._entries) if kind == protocol_type}
+
+    def protocol_types(self) -> list[str]:
+        """The protocol types that have server-side assignors (sorted)."""
+        return sorted({kind for kind, _ in self._entries})
 
     def register_classic_payloads(self, protocol_type: str, payloads: ClassicPayloads) -> None:
         """Say how ``protocol_type``'s classic payloads read, so its groups can move between

@@ -1,4 +1,13 @@
-"""Consumer groups of the incremental rebalance protocol (KIP-848), sans-IO.
+"""Consumer groups of the incremental rebalance protocol (KIP-848), sans-IO; and groups of any
+other protocol type whose assignment is a set of named resources, by the same rules.
+
+A group of another protocol type (this project's GroupHeartbeat API; the streams, leader and
+spark plugins) differs only in where its resources come from: its members declare resource
+groups, each with a size (``("tasks-0", 8)``: resources ``("tasks-0", 0)`` to
+``("tasks-0", 7)``), and the group's resources are every declared group at the largest size a
+member gives it; partitions below read as resources. Its server-side assignors are those its
+protocol type's plugin registered. It has no regex, no topic ids (resources are named on the
+wire), and no classic members.
 
 Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` and
 ``CurrentAssignmentBuilder``); everything that decides a member's assignment lives here:
@@ -55,13 +64,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from coordinator_api._plugins._registry import AssignmentSpec, ClassicPayloads, ServerAssignor
-from coordinator_api._protocol import ErrorCode
+from coordinator_api._protocol import MAX_GROUP_RESOURCES, ErrorCode
 from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     ConsumerGroupSnapshot,
     ConsumerGroupState,
     ConsumerMemberSnapshot,
+    DeclaredResources,
     DescribedConsumerGroup,
     DescribedConsumerMember,
     Heartbeat,
@@ -136,6 +146,8 @@ class _Member:
     topics: frozenset[str] = frozenset()
     regex: str | None = None
     server_assignor: str | None = None
+    resources: DeclaredResources = ()  # another protocol type's declared resource groups
+    metadata: bytes = b""  # another protocol type's payload for its server-side assignor
     client_id: str = ""
     client_host: str = ""
     epoch: int = 0
@@ -152,7 +164,14 @@ class _Member:
 
 def _subscription_of(member: _Member) -> tuple[object, ...]:
     """What, of a member, the assignment depends on: a change means a new group epoch."""
-    return (member.topics, member.regex, member.rack_id, member.server_assignor)
+    return (
+        member.topics,
+        member.regex,
+        member.rack_id,
+        member.server_assignor,
+        member.resources,
+        member.metadata,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +185,7 @@ class ClassicMembership:
 @dataclass(kw_only=True)
 class _Group:
     group_id: str
+    protocol_type: str = PROTOCOL_TYPE
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, _Member] = field(default_factory=dict)
@@ -190,10 +210,14 @@ class _Group:
 
 
 class ConsumerGroups:
-    """Every consumer group of the incremental protocol on this coordinator.
+    """Every group of the incremental protocol on this coordinator: consumer groups, and groups
+    of the other protocol types that have server-side assignors.
 
     :param assignors: the server-side assignors by name (Kafka's ``group.consumer.assignors``);
         the first is the default. With none, every heartbeat gets UNSUPPORTED_ASSIGNOR.
+    :param resource_assignors: for each other protocol type, its server-side assignors by name
+        (the first is the default); a heartbeat of a protocol type not here gets
+        UNSUPPORTED_ASSIGNOR.
     :param topics: the coordinator's topics by name (read, never changed, here).
     :param session_timeout_ms: ``group.consumer.session.timeout.ms``.
     :param heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``.
@@ -208,6 +232,7 @@ class ConsumerGroups:
         *,
         assignors: Mapping[str, ServerAssignor],
         topics: Mapping[str, Topic],
+        resource_assignors: Mapping[str, Mapping[str, ServerAssignor]] | None = None,
         session_timeout_ms: int = 45_000,
         heartbeat_interval_ms: int = 5_000,
         max_group_size: int | None = None,
@@ -215,8 +240,12 @@ class ConsumerGroups:
         classic_payloads: ClassicPayloads | None = None,
     ) -> None:
         self._payloads = classic_payloads
-        self._assignors = dict(assignors)
-        self._default_assignor = next(iter(self._assignors), "")
+        self._assignors: dict[str, dict[str, ServerAssignor]] = {
+            protocol_type: dict(named)
+            for protocol_type, named in (resource_assignors or {}).items()
+            if protocol_type != PROTOCOL_TYPE
+        }
+        self._assignors[PROTOCOL_TYPE] = dict(assignors)
         self._topics = topics
         self._session_timeout_ms = session_timeout_ms
         self._heartbeat_interval_ms = heartbeat_interval_ms
@@ -234,6 +263,9 @@ class ConsumerGroups:
 
     def group_ids(self) -> list[str]:
         return sorted(self._groups)
+
+    def protocol_type(self, group_id: str) -> str:
+        return self._groups[group_id].protocol_type
 
     def state(self, group_id: str) -> ConsumerGroupState:
         return self._groups[group_id].state()
@@ -270,9 +302,10 @@ class ConsumerGroups:
 
     def describe(self, group_id: str) -> DescribedConsumerGroup:
         group = self._groups.get(group_id)
-        if group is None:
+        if group is None or group.protocol_type != PROTOCOL_TYPE:
+            kind = "not found" if group is None else f"a {group.protocol_type} group, not a consumer group"
             return DescribedConsumerGroup(
-                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} not found"
+                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} {kind}"
             )
         return DescribedConsumerGroup(
             group_id=group_id,
@@ -280,7 +313,7 @@ class ConsumerGroups:
             state=group.state().value,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
-            assignor_name=group.assignor or self._default_assignor,
+            assignor_name=group.assignor or self._default_assignor(PROTOCOL_TYPE),
             members=tuple(
                 DescribedConsumerMember(
                     member_id=m.member_id,
@@ -291,8 +324,8 @@ class ConsumerGroups:
                     client_host=m.client_host,
                     subscribed_topic_names=tuple(sorted(m.topics)),
                     subscribed_topic_regex=m.regex,
-                    assignment=self._described(m.assigned),
-                    target_assignment=self._described(group.target.get(m.member_id, frozenset())),
+                    assignment=self._described(group, m.assigned),
+                    target_assignment=self._described(group, group.target.get(m.member_id, frozenset())),
                 )
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ),
@@ -311,6 +344,7 @@ class ConsumerGroups:
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             assignor=group.assignor,
+            protocol_type=group.protocol_type,
             members=tuple(
                 ConsumerMemberSnapshot(
                     member_id=m.member_id,
@@ -330,6 +364,8 @@ class ConsumerGroups:
                     target=tuple(sorted(group.target.get(m.member_id, ()))),
                     classic_session_timeout_ms=m.classic.session_timeout_ms if m.classic else None,
                     classic_protocols=m.classic.protocols if m.classic else (),
+                    resources=m.resources,
+                    metadata=m.metadata,
                 )
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ),
@@ -344,6 +380,7 @@ class ConsumerGroups:
                 group_epoch=snap.group_epoch,
                 assignment_epoch=snap.assignment_epoch,
                 assignor=snap.assignor,
+                protocol_type=snap.protocol_type,
             )
             for ms in snap.members:
                 member = _Member(
@@ -354,6 +391,8 @@ class ConsumerGroups:
                     topics=frozenset(ms.topics),
                     regex=ms.regex,
                     server_assignor=ms.server_assignor,
+                    resources=ms.resources,
+                    metadata=ms.metadata,
                     client_id=ms.client_id,
                     client_host=ms.client_host,
                     epoch=ms.epoch,
@@ -396,7 +435,7 @@ class ConsumerGroups:
             if req.group_id:
                 events.append(
                     refused.event(
-                        "ConsumerGroupHeartbeat",
+                        "ConsumerGroupHeartbeat" if req.protocol_type == PROTOCOL_TYPE else "GroupHeartbeat",
                         req.group_id,
                         req.member_epoch,
                         req.member_id,
@@ -427,7 +466,13 @@ class ConsumerGroups:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if req.owned is None or req.owned:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            if req.protocol_type != PROTOCOL_TYPE and req.resources is None:
+                raise invalid("Resources must be non-null when (re-)joining.")
+            if (
+                req.protocol_type == PROTOCOL_TYPE
+                and req.subscribed_topic_names is None
+                and req.subscribed_topic_regex is None
+            ):
                 raise invalid(
                     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
                 )
@@ -438,17 +483,26 @@ class ConsumerGroups:
             raise invalid("MemberEpoch is invalid.")
         if req.rebalance_timeout_ms < -1:
             raise invalid("RebalanceTimeoutMs is invalid.")
-        if not self._assignors:
+        if req.resources is not None:
+            names = [name for name, _ in req.resources]
+            if any(not name.strip() for name in names) or len(set(names)) != len(names):
+                raise invalid("Resources must have distinct, non-empty names.")
+            if any(count < 1 for _, count in req.resources):
+                raise invalid("Every resource group must have at least one resource.")
+            if sum(count for _, count in req.resources) > MAX_GROUP_RESOURCES:
+                raise invalid(f"A group may have at most {MAX_GROUP_RESOURCES} resources.")
+        assignors = self._assignors.get(req.protocol_type, {})
+        if not assignors:
             raise _Refused(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
-                "No server-side assignor is installed for consumer groups (is the consumer plugin "
-                "disabled?).",
+                f"No server-side assignor is installed for protocol type {req.protocol_type} (is its "
+                "plugin installed and enabled?).",
             )
-        if req.server_assignor is not None and req.server_assignor not in self._assignors:
+        if req.server_assignor is not None and req.server_assignor not in assignors:
             raise _Refused(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: "
-                + ", ".join(self._assignors)
+                + ", ".join(assignors)
                 + ".",
             )
         if req.subscribed_topic_regex:
@@ -464,11 +518,11 @@ class ConsumerGroups:
     def _heartbeat(
         self, req: ConsumerGroupHeartbeat, now_ms: int, events: list[MembershipEvent]
     ) -> ConsumerGroupHeartbeatResult:
-        group = self._groups.get(req.group_id)
+        group = self._group_of(req)
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
                 raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
-            group = _Group(group_id=req.group_id)
+            group = _Group(group_id=req.group_id, protocol_type=req.protocol_type)
         member_id = req.member_id or self._new_member_id()
         if (
             self._max_group_size is not None
@@ -480,7 +534,7 @@ class ConsumerGroups:
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum capacity of {self._max_group_size} members.",
             )
-        owned = self._owned(req.owned)
+        owned = self._owned(group, req.owned)
         old, joined = self._member_for(group, req, member_id, owned, events)
         self._groups[group.group_id] = group  # a new group exists once it has a member
 
@@ -499,6 +553,11 @@ class ConsumerGroups:
             updated.topics = frozenset(req.subscribed_topic_names)
         if req.subscribed_topic_regex is not None:
             updated.regex = req.subscribed_topic_regex or None
+        if req.resources is not None:
+            updated.resources = req.resources
+            updated.topics = frozenset(name for name, _ in req.resources)
+        if req.metadata is not None:
+            updated.metadata = req.metadata
         updated.client_id, updated.client_host = req.client_id, req.client_host
         updated.classic = updated.classic_deadline = None  # it speaks this protocol now
         self._update(group, before, updated, joined, owned, now_ms, events)
@@ -511,7 +570,7 @@ class ConsumerGroups:
             and req.owned is not None
         )
         changed = updated.assigned != assigned_before or joined
-        return self._answer(updated, full=full, changed=changed)
+        return self._answer(group, updated, full=full, changed=changed)
 
     def _update(
         self,
@@ -535,7 +594,8 @@ class ConsumerGroups:
         # Subscribed partition counts change only with a subscription or with the coordinator's
         # topics, which are only ever added (no deletion, no new partitions): recounting on those
         # alone keeps a plain heartbeat O(1) in the group's size.
-        if bump or group.topics_seen != len(self._topics):
+        topics_added = group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics)
+        if bump or topics_added:
             counts = self._subscribed_partition_counts(group)
             if counts != group.partition_counts:
                 group.partition_counts = counts
@@ -555,13 +615,27 @@ class ConsumerGroups:
             self._compute_target(group)
         self._reconcile(group, updated, owned, now_ms, events)
 
-    def _answer(self, member: _Member, *, full: bool, changed: bool) -> ConsumerGroupHeartbeatResult:
+    def _group_of(self, req: ConsumerGroupHeartbeat) -> _Group | None:
+        """The group a heartbeat names, if it exists: INCONSISTENT_GROUP_PROTOCOL if it is a
+        group of another protocol type."""
+        group = self._groups.get(req.group_id)
+        if group is not None and group.protocol_type != req.protocol_type:
+            raise _Refused(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                f"Group {req.group_id} is a group of protocol type {group.protocol_type}, "
+                f"not {req.protocol_type}.",
+            )
+        return group
+
+    def _answer(
+        self, group: _Group, member: _Member, *, full: bool, changed: bool
+    ) -> ConsumerGroupHeartbeatResult:
         return ConsumerGroupHeartbeatResult(
             error=ErrorCode.NONE,
             member_id=member.member_id,
             member_epoch=member.epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms,
-            assignment=self._by_topic_id(member.assigned) if full or changed else None,
+            assignment=self._by_topic_id(group, member.assigned) if full or changed else None,
         )
 
     def _member_for(
@@ -643,7 +717,7 @@ class ConsumerGroups:
     def _leave(
         self, req: ConsumerGroupHeartbeat, events: list[MembershipEvent]
     ) -> ConsumerGroupHeartbeatResult:
-        group = self._groups.get(req.group_id)
+        group = self._group_of(req)
         if group is None:
             raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
         if req.instance_id is not None:
@@ -758,7 +832,12 @@ class ConsumerGroups:
         follows keeping what they own; one behind it gets ILLEGAL_GENERATION, as in Kafka.
         Else None."""
         group = self._groups.get(group_id)
-        if self._payloads is None or group is None or not group.members:
+        if (
+            self._payloads is None
+            or group is None
+            or not group.members
+            or group.protocol_type != PROTOCOL_TYPE
+        ):
             return None
         if any(m.classic is None for m in group.members.values()):
             return None
@@ -955,10 +1034,16 @@ class ConsumerGroups:
         for other in group.members.values():
             if other.classic is not None and other.member_id != member_id:
                 names &= {name for name, _ in other.classic.protocols}
-        if self._payloads is None or protocol_type != PROTOCOL_TYPE or not protocols or not names:
+        if (
+            self._payloads is None
+            or group.protocol_type != PROTOCOL_TYPE
+            or protocol_type != PROTOCOL_TYPE
+            or not protocols
+            or not names
+        ):
             raise _Refused(
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                f"The group uses the {PROTOCOL_TYPE} protocol type; a classic member must join with it "
+                f"The group uses the {group.protocol_type} protocol type; a classic member must join with it "
                 "and with a protocol its other classic members support.",
             )
 
@@ -1010,7 +1095,7 @@ class ConsumerGroups:
             return None
         group = self._groups.get(req.group_id)
         member = group.members.get(result.member_id or req.member_id) if group is not None else None
-        if member is None or member.state is MemberState.UNREVOKED_PARTITIONS:
+        if group is None or member is None or member.state is MemberState.UNREVOKED_PARTITIONS:
             return None
         if req.member_epoch == JOIN_EPOCH:
             waits = member.state is MemberState.UNRELEASED_PARTITIONS and not member.assigned
@@ -1020,8 +1105,8 @@ class ConsumerGroups:
         if req.owned is None:  # "unchanged": then an answer with an assignment is news
             if result.assignment is not None:
                 return None
-            req = replace(req, owned=self._by_topic_id(member.assigned))
-        if result.member_epoch != req.member_epoch or member.assigned != self._owned(req.owned):
+            req = replace(req, owned=self._by_topic_id(group, member.assigned))
+        if result.member_epoch != req.member_epoch or member.assigned != self._owned(group, req.owned):
             return None
         return req
 
@@ -1033,10 +1118,10 @@ class ConsumerGroups:
         epoch, partitions to give up or to take, or it is no longer in the group), else None."""
         events: list[MembershipEvent] = []
         group = self._groups.get(req.group_id)
-        owned = self._owned(req.owned)
         try:
             if group is None:
                 raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+            owned = self._owned(group, req.owned)
             member = group.members.get(req.member_id)
             if member is None:
                 raise _unknown_member(req.member_id, req.group_id)
@@ -1049,7 +1134,7 @@ class ConsumerGroups:
         self._reconcile(group, member, owned, now_ms, events)
         if member.epoch == req.member_epoch and member.assigned == owned:
             return None, events
-        return self._answer(member, full=True, changed=True), events
+        return self._answer(group, member, full=True, changed=True), events
 
     # --- timers -----------------------------------------------------------------------------
 
@@ -1092,7 +1177,9 @@ class ConsumerGroups:
 
     # --- assignment -------------------------------------------------------------------------
 
-    def _subscribed_topics(self, member: _Member) -> frozenset[str]:
+    def _subscribed_topics(self, group: _Group, member: _Member) -> frozenset[str]:
+        if group.protocol_type != PROTOCOL_TYPE:
+            return member.topics  # the resource groups it declared
         topics = {t for t in member.topics if t in self._topics}
         if member.regex:
             pattern = re.compile(member.regex)
@@ -1100,28 +1187,42 @@ class ConsumerGroups:
         return frozenset(topics)
 
     def _subscribed_partition_counts(self, group: _Group) -> dict[str, int]:
-        group.topics_seen = len(self._topics)
         counts: dict[str, int] = {}
+        if group.protocol_type != PROTOCOL_TYPE:
+            # Every declared resource group, at the largest size a member declares it with.
+            for member in group.members.values():
+                for name, count in member.resources:
+                    counts[name] = max(count, counts.get(name, 0))
+            return counts
+        group.topics_seen = len(self._topics)
         for member in group.members.values():
-            for topic in self._subscribed_topics(member):
+            for topic in self._subscribed_topics(group, member):
                 counts[topic] = self._topics[topic].partitions
         return counts
 
+    def _default_assignor(self, protocol_type: str) -> str:
+        return next(iter(self._assignors.get(protocol_type, {})), "")
+
     def _compute_target(self, group: _Group) -> None:
         votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
-        name = max(sorted(votes), key=lambda n: votes[n]) if votes else self._default_assignor
+        name = (
+            max(sorted(votes), key=lambda n: votes[n])
+            if votes
+            else self._default_assignor(group.protocol_type)
+        )
         group.assignor = name
         specs = [
             AssignmentSpec(
                 member_id=m.member_id,
                 instance_id=m.instance_id,
                 rack=m.rack_id,
-                topics=self._subscribed_topics(m),
+                topics=self._subscribed_topics(group, m),
                 current=group.target.get(m.member_id, frozenset()),
+                metadata=m.metadata,
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]
-        result = self._assignors[name](specs, dict(group.partition_counts))
+        result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
         group.target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
         group.assignment_epoch = group.group_epoch
 
@@ -1148,7 +1249,7 @@ class ConsumerGroups:
             next_epoch = min(member.epoch + 1, group.assignment_epoch)
         else:
             next_epoch = member.epoch
-        subscribed = self._subscribed_topics(member)
+        subscribed = self._subscribed_topics(group, member)
         target = frozenset(p for p in target if p[0] in subscribed)
         keep = member.assigned & target
         revoke = member.assigned - keep
@@ -1212,20 +1313,22 @@ class ConsumerGroups:
             )
         )
 
-    # --- topic ids ------------------------------------------------------------------------------
+    # --- topic ids (a consumer group's) or resource names (another protocol type's) ---------
 
-    def _owned(
-        self, owned: tuple[tuple[bytes, tuple[int, ...]], ...] | None
-    ) -> frozenset[TopicPartition] | None:
+    def _owned(self, group: _Group, owned: TopicIdPartitions | None) -> frozenset[TopicPartition] | None:
         if owned is None:
             return None
+        if group.protocol_type != PROTOCOL_TYPE:
+            return frozenset((key.decode(errors="replace"), p) for key, parts in owned for p in parts)
         names = {t.topic_id: t.name for t in self._topics.values()}
         return frozenset((names[tid], p) for tid, parts in owned if tid in names for p in parts)
 
-    def _by_topic_id(self, partitions: Iterable[TopicPartition]) -> TopicIdPartitions:
+    def _by_topic_id(self, group: _Group, partitions: Iterable[TopicPartition]) -> TopicIdPartitions:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
+        if group.protocol_type != PROTOCOL_TYPE:
+            return tuple((name.encode(), tuple(sorted(parts))) for name, parts in sorted(by_topic.items()))
         return tuple(
             (self._topics[topic].topic_id, tuple(sorted(parts)))
             for topic, parts in sorted(by_topic.items())
@@ -1233,10 +1336,11 @@ class ConsumerGroups:
         )
 
     def _described(
-        self, partitions: Iterable[TopicPartition]
+        self, group: _Group, partitions: Iterable[TopicPartition]
     ) -> tuple[tuple[bytes, str, tuple[int, ...]], ...]:
         return tuple(
-            (topic_id, self._name_of(topic_id), parts) for topic_id, parts in self._by_topic_id(partitions)
+            (topic_id, self._name_of(topic_id), parts)
+            for topic_id, parts in self._by_topic_id(group, partitions)
         )
 
     def _name_of(self, topic_id: bytes) -> str:

@@ -279,7 +279,13 @@ class Topic:
 # --- consumer groups of the incremental protocol (KIP-848) -----------------------------------
 
 TopicIdPartitions = tuple[tuple[bytes, tuple[int, ...]], ...]
-"""Partitions by topic id, as KIP-848's messages carry them: ((topic id, (partition, ...)), ...)."""
+"""Partitions by topic id, as KIP-848's messages carry them: ((topic id, (partition, ...)), ...).
+In a group of another protocol type (this project's GroupHeartbeat) the key is the resource
+group's name in UTF-8: ((name, (index, ...)), ...)."""
+
+DeclaredResources = tuple[tuple[str, int], ...]
+"""The resource groups a member of another protocol type declares, each with its size:
+((name, count), ...), sorted by name."""
 
 DescribedPartitions = tuple[tuple[bytes, str, tuple[int, ...]], ...]
 """Partitions by topic id and name, as ConsumerGroupDescribe shows them."""
@@ -287,7 +293,9 @@ DescribedPartitions = tuple[tuple[bytes, str, tuple[int, ...]], ...]
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerGroupHeartbeat:
-    """A ConsumerGroupHeartbeat request, in the engine's terms (owned partitions by topic id)."""
+    """A ConsumerGroupHeartbeat request, in the engine's terms (owned partitions by topic id);
+    or this project's GroupHeartbeat, for a group of another protocol type, whose members
+    declare their resource groups (``resources``) instead of subscribing to topics."""
 
     group_id: str
     member_id: str
@@ -303,6 +311,9 @@ class ConsumerGroupHeartbeat:
     client_host: str = ""
     # ConsumerGroupHeartbeat v1+: the member brings its own member id (KIP-1082).
     member_id_required: bool = True
+    protocol_type: str = "consumer"
+    resources: DeclaredResources | None = None  # GroupHeartbeat only; None: unchanged
+    metadata: bytes | None = None  # GroupHeartbeat only: the member's payload; None: unchanged
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -444,6 +455,10 @@ class ConsumerMemberSnapshot:
     # its own session timeout and the protocols it joined with.
     classic_session_timeout_ms: int | None = None
     classic_protocols: tuple[tuple[str, bytes], ...] = ()
+    # A member of a group of another protocol type: the resource groups it declared, and the
+    # payload it gives the server-side assignor.
+    resources: DeclaredResources = ()
+    metadata: bytes = b""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -456,6 +471,7 @@ class ConsumerGroupSnapshot:
     assignment_epoch: int
     assignor: str
     members: tuple[ConsumerMemberSnapshot, ...]
+    protocol_type: str = "consumer"
 
 
 @dataclass(frozen=True, kw_only=True)

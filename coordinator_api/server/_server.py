@@ -65,6 +65,13 @@ def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssi
     return {name: available[name] for name in config.consumer_group_assignors}
 
 
+def resource_server_assignors() -> dict[str, dict[str, ServerAssignor]]:
+    """The server-side assignors of every protocol type but ``consumer``, from the plugins: the
+    groups of those types rebalance incrementally over GroupHeartbeat."""
+    registry = installed_plugins().server_assignors
+    return {kind: registry.of(kind) for kind in registry.protocol_types() if kind != "consumer"}
+
+
 class CoordinatorServer:
     """The embedded coordinator as an asyncio TCP server.
 
@@ -101,6 +108,7 @@ class CoordinatorServer:
             self.config,
             server_assignors=consumer_server_assignors(self.config),
             classic_payloads=installed_plugins().server_assignors.classic_payloads("consumer"),
+            resource_assignors=resource_server_assignors(),
         )
         self._store: SqliteStore | None = None
         self._server: asyncio.Server | None = None

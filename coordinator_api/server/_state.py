@@ -305,6 +305,8 @@ class GroupCoordinator:
         cannot be joined (UNSUPPORTED_ASSIGNOR).
     :param classic_payloads: how the consumer protocol's classic payloads read; none: groups
         never move between the classic protocol and the incremental one.
+    :param resource_assignors: the server-side assignors of every other protocol type that has
+        some, by protocol type and name: its groups rebalance incrementally (GroupHeartbeat).
     """
 
     def __init__(
@@ -315,6 +317,7 @@ class GroupCoordinator:
         topic_id_factory: Callable[[], bytes] = _new_topic_id,
         server_assignors: Mapping[str, ServerAssignor] | None = None,
         classic_payloads: ClassicPayloads | None = None,
+        resource_assignors: Mapping[str, Mapping[str, ServerAssignor]] | None = None,
     ) -> None:
         self._config = config or CoordinatorConfig()
         self._new_member_id = member_id_factory
@@ -328,6 +331,7 @@ class GroupCoordinator:
             heartbeat_interval_ms=self._config.consumer_group_heartbeat_interval_ms,
             max_group_size=self._config.consumer_group_max_size,
             classic_payloads=classic_payloads,
+            resource_assignors=resource_assignors,
         )
         # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
         # when popped, so resetting a session costs no heap work.
@@ -445,7 +449,8 @@ class GroupCoordinator:
         classic = self._groups.get(req.group_id)
         upgraded: list[MembershipEvent] = []
         if classic is not None and classic.state is not GroupState.EMPTY:
-            adopted = self._upgrade(classic, now_ms, fx) if req.member_epoch == 0 else None
+            upgrade = req.member_epoch == 0 and req.protocol_type == PROTOCOL_TYPE
+            adopted = self._upgrade(classic, now_ms, fx) if upgrade else None
             if adopted is None:
                 return ConsumerGroupHeartbeatResult(
                     error=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -1477,12 +1482,18 @@ class GroupCoordinator:
             )
         for group_id in self._consumer_groups.group_ids():
             state = self._consumer_groups.state(group_id)
+            protocol_type = self._consumer_groups.protocol_type(group_id)
+            # Kafka's group types are classic, consumer, share and streams; a group of another
+            # protocol type on this project's GroupHeartbeat is "incremental".
+            group_type = "consumer" if protocol_type == PROTOCOL_TYPE else "incremental"
             if req.states and state.value.lower() not in req.states:
                 continue
-            if req.types and "consumer" not in req.types:
+            if req.types and group_type not in req.types:
                 continue
             listed.append(
-                ListedGroup(group_id=group_id, protocol_type="consumer", state=state, group_type="consumer")
+                ListedGroup(
+                    group_id=group_id, protocol_type=protocol_type, state=state, group_type=group_type
+                )
             )
         return ListGroupsResult(groups=tuple(sorted(listed, key=lambda g: g.group_id)))
 

@@ -141,10 +141,12 @@ def _consumer_group_to_json(snap: ConsumerGroupSnapshot) -> str:
             "group_epoch": snap.group_epoch,
             "assignment_epoch": snap.assignment_epoch,
             "assignor": snap.assignor,
+            "protocol_type": snap.protocol_type,
             "members": [
                 {
                     **dataclasses.asdict(m),
                     "classic_protocols": [[name, _b64(meta)] for name, meta in m.classic_protocols],
+                    "metadata": _b64(m.metadata),
                 }
                 for m in snap.members
             ],
@@ -163,6 +165,7 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
         group_epoch=doc["group_epoch"],
         assignment_epoch=doc["assignment_epoch"],
         assignor=doc["assignor"],
+        protocol_type=str(doc.get("protocol_type", "consumer")),
         members=tuple(
             ConsumerMemberSnapshot(
                 **{
@@ -174,6 +177,8 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
                     "classic_protocols": tuple(
                         (name, _unb64(meta)) for name, meta in m.get("classic_protocols", ())
                     ),
+                    "resources": tuple((str(name), int(count)) for name, count in m.get("resources", ())),
+                    "metadata": _unb64(m.get("metadata", "")),
                 }
             )
             for m in doc["members"]

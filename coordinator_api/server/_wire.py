@@ -90,6 +90,8 @@ from coordinator_api.server.schemas import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    GroupHeartbeatRequest,
+    GroupHeartbeatResponse,
 )
 
 # What Produce, Fetch and ListOffsets get: the request is well formed, but this server keeps
@@ -159,13 +161,13 @@ class HeartbeatCodecCache:
     header). Bounded: payloads up to ``max_payload_bytes``, at most ``max_entries`` of each kind
     (the oldest go first). The codec still makes every byte: this only remembers its output."""
 
-    APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT})
+    APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.GROUP_HEARTBEAT})
 
     def __init__(self, *, max_entries: int = 16_384, max_payload_bytes: int = 1024) -> None:
         self._max_entries = max_entries
         self._max_payload_bytes = max_payload_bytes
         self._requests: dict[tuple[bytes, bytes, str], Request] = {}
-        self._responses: dict[tuple[int, Result], bytes] = {}
+        self._responses: dict[tuple[int, int, Result], bytes] = {}
 
     def request(self, frame: Frame, payload: bytes, client_host: str) -> Request:
         if len(payload) > self._max_payload_bytes:
@@ -178,7 +180,7 @@ class HeartbeatCodecCache:
         return found
 
     def response(self, frame: Frame, result: Result) -> bytes:
-        key = (frame.api_version, result)
+        key = (frame.api_key, frame.api_version, result)
         encoded = self._responses.get(key)
         if encoded is None:
             encoded = encode(Frame(frame.api_key, frame.api_version, 0), to_response(frame, result))
@@ -528,6 +530,26 @@ def _consumer_group_heartbeat(v: int, message: Any, client_host: str) -> Request
     )
 
 
+def _group_heartbeat(v: int, message: Any, client_host: str) -> Request:
+    owned, declared = message.owned_resources, message.resources
+    return ConsumerGroupHeartbeat(
+        group_id=message.group_id,
+        member_id=message.member_id,
+        member_epoch=message.member_epoch,
+        instance_id=message.instance_id,
+        rack_id=message.rack_id,
+        rebalance_timeout_ms=message.rebalance_timeout_ms,
+        server_assignor=message.server_assignor,
+        # The engine keys resource groups by their UTF-8 names where consumer groups have topic ids.
+        owned=None if owned is None else tuple((r.name.encode(), tuple(r.indexes)) for r in owned),
+        client_id=message.header.client_id or "",
+        client_host=client_host,
+        protocol_type=message.protocol_type,
+        resources=None if declared is None else tuple(sorted((r.name, r.count) for r in declared)),
+        metadata=None if message.metadata is None else bytes(message.metadata),
+    )
+
+
 def _consumer_group_describe(v: int, message: Any, client_host: str) -> Request:
     return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
 
@@ -586,6 +608,7 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: _Api(
         ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1, _consumer_group_describe
     ),
+    ApiKey.GROUP_HEARTBEAT: _Api(GroupHeartbeatRequest, GroupHeartbeatResponse, 0, 0, _group_heartbeat),
 }
 
 
@@ -615,6 +638,24 @@ def offset_fetch_groups(message: Any) -> list[OffsetFetch]:
 
 def to_response(frame: Frame, result: Result) -> Any:
     v = frame.api_version
+    if isinstance(result, ConsumerGroupHeartbeatResult) and frame.api_key == ApiKey.GROUP_HEARTBEAT:
+        return GroupHeartbeatResponse(
+            version=v,
+            throttle_time_ms=0,
+            error_code=result.error,
+            error_message=result.message,
+            member_id=result.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            assignment=None
+            if result.assignment is None
+            else GroupHeartbeatResponse.Assignment(
+                resources=[
+                    GroupHeartbeatResponse.Assignment.Resources(name=key.decode(), indexes=list(indexes))
+                    for key, indexes in result.assignment
+                ]
+            ),
+        )
     if isinstance(result, ConsumerGroupHeartbeatResult):
         heartbeat_partitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
         return ConsumerGroupHeartbeatResponse(
