@@ -287,6 +287,14 @@ class Coordinator(abc.ABC):
         """This member's id ("" before it has one)."""
         return self.generation().member_id
 
+    def resource_owners(self) -> dict[tuple[str, int], tuple[str, bytes]]:
+        """``group_protocol="incremental"`` with ``GroupSubscription(list_owners=True)``: who owns
+        each resource of the group, as the coordinator's latest answer said: (resource group,
+        index) -> (member id, the payload that member gave). Empty before the first answer, with
+        another protocol, or when nobody owns anything."""
+        session = self._session
+        return session.resource_owners() if session is not None else {}
+
     @property
     def group_protocol(self) -> str:
         """The group protocol this member speaks: ``classic``, ``consumer`` or ``incremental``

@@ -169,7 +169,7 @@ def test_testing_guide_commands_select_tests() -> None:
 
 
 def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
-    election, fence = python_blocks("leader.md")
+    election, fence, incremental = python_blocks("leader.md")
     result = run_block(tmp_path / "election.py", election)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
@@ -182,6 +182,10 @@ def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
     refused, rows = result.stdout.splitlines()
     assert refused.startswith("refused: write with leadership epoch 1 refused: epoch 2 has already written")
     assert rows == "{'owner': 'node-2'}"
+    result = run_block(tmp_path / "incremental.py", incremental)
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"which prints\n\n```text\n(.*?)```", (DOCS / "leader.md").read_text(), re.DOTALL)
+    assert printed is not None and result.stdout == printed.group(1)
 
 
 def test_streams_guide_runs_as_written(tmp_path: Path) -> None:
@@ -197,7 +201,7 @@ def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> 
     # py.typed, found as an installed (not editable) coordinator-api puts them on the path.
     root = DOCS.parent
     files = []
-    for page, count in (("quickstart.md", 1), ("leader.md", 2), ("streams.md", 1), ("spark.md", 1)):
+    for page, count in (("quickstart.md", 1), ("leader.md", 3), ("streams.md", 1), ("spark.md", 1)):
         blocks = python_blocks(page)
         assert len(blocks) == count, page
         for index, code in enumerate(blocks):

@@ -34,8 +34,12 @@ def test_every_error_code_and_api_key_has_kafkas_number_and_name(tmp_path: Path)
     kafka = {(kind, name): int(code) for kind, name, code in map(str.split, result.stdout.splitlines())}
     for code in ErrorCode:
         assert kafka["error", code.name] == code.value, code
+    kafka_api_ids = {code for (kind, _), code in kafka.items() if kind == "api"}
     for api in ApiKey:
-        assert kafka["api", api.name] == api.value, api
+        if api.value >= 10_000:  # this project's own (GroupHeartbeat): no Kafka api has its number
+            assert api.value not in kafka_api_ids, api
+        else:
+            assert kafka["api", api.name] == api.value, api
 
 
 def test_unlisted_codes_are_named_by_number() -> None:

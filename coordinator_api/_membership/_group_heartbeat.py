@@ -50,7 +50,10 @@ class GroupSubscription:
     coordinator, in its own regex dialect: RE2/J on Kafka's brokers). A member of any other
     protocol type gives ``resources``: the group's resource groups, each with how many
     resources it has (``{"leadership": 1}``, ``{"tasks-0": 8, "tasks-1": 4}``); resource
-    ``(name, i)`` exists for ``i`` in ``range(count)``.
+    ``(name, i)`` exists for ``i`` in ``range(count)``; ``metadata``, what its protocol type's
+    server-side assignor reads of it (a new value is a new target); and ``list_owners=True``
+    to learn who owns every resource (:meth:`Coordinator.resource_owners`; for small groups of
+    resources: every answer carries the list).
 
     :raises ConfigurationError: a resource group with an empty name or a count below 1, or more
         than :data:`~coordinator_api._protocol.MAX_GROUP_RESOURCES` resources in all.
@@ -62,6 +65,7 @@ class GroupSubscription:
     rack_id: str | None = None
     resources: Mapping[str, int] | None = None
     metadata: bytes = b""
+    list_owners: bool = False
 
     def __post_init__(self) -> None:
         if self.resources is None:
@@ -103,6 +107,7 @@ def heartbeat_request(
             rebalance_timeout_ms=-1 if leaving else settings.rebalance_timeout_ms,
             server_assignor=None if leaving else subscription.server_assignor,
             metadata=None if leaving else subscription.metadata,
+            list_owners=subscription.list_owners and not leaving,
             resources=None
             if leaving
             else [GroupHeartbeatRequest.ResourceGroup(name=n, count=c) for n, c in sorted(declared.items())],
@@ -173,6 +178,9 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         #: it changes, read when each heartbeat is sent.
         self.subscription = subscription
         self._protocol_type = protocol_type
+        #: Who owns each resource, from the latest answer that said (GroupHeartbeat with
+        #: ``list_owners``): (resource group, index) -> (member id, its payload).
+        self.owners: dict[tuple[str, int], tuple[str, bytes]] = {}
 
     @property
     def api_key(self) -> ApiKey:
@@ -207,6 +215,23 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
                 self._request(
                     self._to_coordinator(request, self._settings.session_timeout_ms),
                     RequestKind.HEARTBEAT,
-                    lambda r: heartbeat_answered(sent_at, r),
+                    lambda r: heartbeat_answered(sent_at, self._note_owners(r)),
                     deliver,
                 )
+
+    def release_held_heartbeat(self) -> None:
+        """Send the coordinator one small request (ApiVersions) on the heartbeats' connection:
+        the embedded coordinator answers a held heartbeat as soon as another request arrives
+        on its connection, so the heartbeat that carries a new subscription can go at once
+        instead of after the hold. Fire and forget; Kafka's brokers hold nothing."""
+        if self._coordinator_node is None:
+            return
+        request = ApiVersionsRequest(client_software_name="coordinator-api", client_software_version="1")
+        future = self._manager.call_soon(self._to_coordinator(request, self._request_timeout_ms))
+        future.add_errback(lambda _exc: None)  # the next heartbeat finds out what is wrong
+
+    def _note_owners(self, response: Any) -> Any:
+        if getattr(response, "owners", None) is not None:
+            # Replaced whole (one reference), so readers on other threads see one answer's list.
+            self.owners = {(o.name, o.index): (o.member_id, bytes(o.metadata)) for o in response.owners}
+        return response

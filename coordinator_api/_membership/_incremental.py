@@ -200,6 +200,7 @@ class IncrementalMachine:
     last_poll: int = 0
     next_heartbeat: int | None = None
     retry_at: int | None = None
+    news_to_send: bool = False  # the subscription changed: heartbeat as soon as one may go
     must_release: bool = False  # a static member leaves with epoch -2 before it joins again
     releasing: bool = False  # that leave is in flight
     incarnation: int = 0  # grows whenever a membership ends; older answers are ignored
@@ -278,7 +279,9 @@ class IncrementalMachine:
                 self.want_join = True
                 if isinstance(event, JoinWanted) and self._joined() and self.next_heartbeat is not None:
                     # Asked to rejoin while in the group: what it subscribes to may have
-                    # changed, so the coordinator hears it now (a heartbeat carries it all).
+                    # changed, so the coordinator hears it now (a heartbeat carries it all),
+                    # or as soon as the heartbeat in flight is answered.
+                    self.news_to_send = True
                     self.next_heartbeat = min(self.next_heartbeat, now)
             case CoordinatorFound():
                 self.finding, self.coordinator_known, self.retry_at = False, True, None
@@ -334,10 +337,10 @@ class IncrementalMachine:
             # (the embedded one holds those with nothing new) is followed by the next at once,
             # so the member is always reachable for news; otherwise it changes nothing.
             self.next_heartbeat = max(now, event.sent_at + self.heartbeat_interval_ms)
-            if self._sent_epoch == JOIN_EPOCH:
-                # Joined: heartbeat again at once. A coordinator that holds heartbeats then
-                # answers the moment this member's partitions are released by their owners;
-                # one that does not answers at once with nothing new.
+            if self._sent_epoch == JOIN_EPOCH or self.news_to_send:
+                # Joined (or the subscription changed meanwhile): heartbeat again at once. A
+                # coordinator that holds heartbeats then answers the moment this member's
+                # partitions are released by their owners; one that does not answers at once.
                 self.next_heartbeat = now
             self._acknowledged_owned = self._sent_owned
             if event.assignment is not None:
@@ -500,6 +503,7 @@ class IncrementalMachine:
         if self._can_heartbeat() and self.next_heartbeat is not None and now >= self.next_heartbeat:
             self.in_flight.add(RequestKind.HEARTBEAT)
             self.next_heartbeat = now + self.heartbeat_interval_ms
+            self.news_to_send = False
             # Owned: what the application works on, and what it may be starting right now: an
             # assignment it is applying may include partitions a newer answer took away, and the
             # coordinator must not give those to anyone before this member has let them go.

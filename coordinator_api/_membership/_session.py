@@ -249,12 +249,21 @@ class MembershipSession:
         and the max poll interval starts over."""
         self._driver.submit(Polled())
 
+    def resource_owners(self) -> dict[tuple[str, int], tuple[str, bytes]]:
+        """Who owns each resource, as the latest answer that listed them said (empty if none,
+        or while this member is not in the group)."""
+        with self._driver.lock:
+            in_group = self._machine.generation().generation_id > 0
+        return dict(self._wire.owners) if in_group and isinstance(self._wire, IncrementalWire) else {}
+
     def request_rejoin(self, reason: str, subscription: GroupSubscription | None = None) -> None:
         """Rejoin at the next chance: a new round of callbacks and a JoinGroup (the incremental
         protocol: a heartbeat now, with ``subscription`` from then on if given)."""
         if subscription is not None and isinstance(self._wire, IncrementalWire):
-            self._wire.subscription = subscription
+            self._wire.subscription = subscription  # before the heartbeat that must carry it
         self._driver.submit(JoinWanted(reason))
+        if subscription is not None and isinstance(self._wire, IncrementalWire):
+            self._wire.release_held_heartbeat()
 
     def next_action(self) -> ApplicationAction | None:
         """The next callback the application thread must run (or the error it must raise), or

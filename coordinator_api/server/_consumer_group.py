@@ -83,6 +83,7 @@ from coordinator_api.server._messages import (
     LeftMember,
     MembershipEvent,
     MemberSnapshot,
+    ResourceOwners,
     SyncGroup,
     SyncGroupResult,
     Topic,
@@ -302,10 +303,9 @@ class ConsumerGroups:
 
     def describe(self, group_id: str) -> DescribedConsumerGroup:
         group = self._groups.get(group_id)
-        if group is None or group.protocol_type != PROTOCOL_TYPE:
-            kind = "not found" if group is None else f"a {group.protocol_type} group, not a consumer group"
+        if group is None:
             return DescribedConsumerGroup(
-                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} {kind}"
+                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} not found"
             )
         return DescribedConsumerGroup(
             group_id=group_id,
@@ -313,7 +313,7 @@ class ConsumerGroups:
             state=group.state().value,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
-            assignor_name=group.assignor or self._default_assignor(PROTOCOL_TYPE),
+            assignor_name=group.assignor or self._default_assignor(group.protocol_type),
             members=tuple(
                 DescribedConsumerMember(
                     member_id=m.member_id,
@@ -465,7 +465,8 @@ class ConsumerGroups:
             if req.rebalance_timeout_ms == -1:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if req.owned is None or req.owned:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
+                owned = "TopicPartitions" if req.protocol_type == PROTOCOL_TYPE else "OwnedResources"
+                raise invalid(f"{owned} must be empty when (re-)joining.")
             if req.protocol_type != PROTOCOL_TYPE and req.resources is None:
                 raise invalid("Resources must be non-null when (re-)joining.")
             if (
@@ -570,7 +571,7 @@ class ConsumerGroups:
             and req.owned is not None
         )
         changed = updated.assigned != assigned_before or joined
-        return self._answer(group, updated, full=full, changed=changed)
+        return self._answer(group, updated, full=full, changed=changed, list_owners=req.list_owners)
 
     def _update(
         self,
@@ -628,7 +629,7 @@ class ConsumerGroups:
         return group
 
     def _answer(
-        self, group: _Group, member: _Member, *, full: bool, changed: bool
+        self, group: _Group, member: _Member, *, full: bool, changed: bool, list_owners: bool = False
     ) -> ConsumerGroupHeartbeatResult:
         return ConsumerGroupHeartbeatResult(
             error=ErrorCode.NONE,
@@ -636,6 +637,18 @@ class ConsumerGroups:
             member_epoch=member.epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms,
             assignment=self._by_topic_id(group, member.assigned) if full or changed else None,
+            owners=self._owners(group) if list_owners else None,
+        )
+
+    @staticmethod
+    def _owners(group: _Group) -> ResourceOwners:
+        """Who acts on each resource now (assigned to it, not being revoked), with its payload."""
+        return tuple(
+            sorted(
+                (name, index, m.member_id, m.metadata)
+                for m in group.members.values()
+                for name, index in m.assigned
+            )
         )
 
     def _member_for(
@@ -1101,21 +1114,28 @@ class ConsumerGroups:
             waits = member.state is MemberState.UNRELEASED_PARTITIONS and not member.assigned
             if not waits or result.assignment != ():
                 return None
-            return replace(req, member_id=member.member_id, member_epoch=result.member_epoch, owned=())
+            return replace(
+                req,
+                member_id=member.member_id,
+                member_epoch=result.member_epoch,
+                owned=(),
+                owners_known=result.owners,
+            )
         if req.owned is None:  # "unchanged": then an answer with an assignment is news
             if result.assignment is not None:
                 return None
             req = replace(req, owned=self._by_topic_id(group, member.assigned))
         if result.member_epoch != req.member_epoch or member.assigned != self._owned(group, req.owned):
             return None
-        return req
+        return replace(req, owners_known=result.owners) if req.list_owners else req
 
     def news_for(
         self, req: ConsumerGroupHeartbeat, now_ms: int
     ) -> tuple[ConsumerGroupHeartbeatResult | None, list[MembershipEvent]]:
         """Reconcile the member of a held heartbeat as if it had sent ``req`` again now, without
         touching its session (it sent nothing new): the answer if the member has news (a new
-        epoch, partitions to give up or to take, or it is no longer in the group), else None."""
+        epoch, partitions to give up or to take, it is no longer in the group, or, if it asked
+        who owns the resources, they moved), else None."""
         events: list[MembershipEvent] = []
         group = self._groups.get(req.group_id)
         try:
@@ -1132,9 +1152,10 @@ class ConsumerGroups:
             )
             return error, events
         self._reconcile(group, member, owned, now_ms, events)
-        if member.epoch == req.member_epoch and member.assigned == owned:
+        owners_moved = req.list_owners and self._owners(group) != req.owners_known
+        if member.epoch == req.member_epoch and member.assigned == owned and not owners_moved:
             return None, events
-        return self._answer(group, member, full=True, changed=True), events
+        return self._answer(group, member, full=True, changed=True, list_owners=req.list_owners), events
 
     # --- timers -----------------------------------------------------------------------------
 
@@ -1339,8 +1360,8 @@ class ConsumerGroups:
         self, group: _Group, partitions: Iterable[TopicPartition]
     ) -> tuple[tuple[bytes, str, tuple[int, ...]], ...]:
         return tuple(
-            (topic_id, self._name_of(topic_id), parts)
-            for topic_id, parts in self._by_topic_id(group, partitions)
+            (key, self._name_of(key) if group.protocol_type == PROTOCOL_TYPE else key.decode(), parts)
+            for key, parts in self._by_topic_id(group, partitions)
         )
 
     def _name_of(self, topic_id: bytes) -> str:

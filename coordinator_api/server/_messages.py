@@ -283,6 +283,10 @@ TopicIdPartitions = tuple[tuple[bytes, tuple[int, ...]], ...]
 In a group of another protocol type (this project's GroupHeartbeat) the key is the resource
 group's name in UTF-8: ((name, (index, ...)), ...)."""
 
+ResourceOwners = tuple[tuple[str, int, str, bytes], ...]
+"""Who acts on each resource of a group of another protocol type now, sorted:
+((resource group, index, member id, that member's payload), ...)."""
+
 DeclaredResources = tuple[tuple[str, int], ...]
 """The resource groups a member of another protocol type declares, each with its size:
 ((name, count), ...), sorted by name."""
@@ -314,6 +318,8 @@ class ConsumerGroupHeartbeat:
     protocol_type: str = "consumer"
     resources: DeclaredResources | None = None  # GroupHeartbeat only; None: unchanged
     metadata: bytes | None = None  # GroupHeartbeat only: the member's payload; None: unchanged
+    list_owners: bool = False  # GroupHeartbeat only: the answer says who owns every resource
+    owners_known: ResourceOwners | None = None  # a held heartbeat's: the owners it was told
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -324,6 +330,7 @@ class ConsumerGroupHeartbeatResult:
     member_epoch: int = 0  # what Kafka's brokers put in an error answer
     heartbeat_interval_ms: int = 0
     assignment: TopicIdPartitions | None = None
+    owners: ResourceOwners | None = None  # when the heartbeat asked (list_owners)
 
 
 @dataclass(frozen=True, kw_only=True)

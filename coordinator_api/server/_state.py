@@ -81,6 +81,7 @@ from coordinator_api.server._messages import (
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DescribedConsumerGroup,
     DescribedGroup,
     DescribedMember,
     DescribeGroups,
@@ -437,11 +438,23 @@ class GroupCoordinator:
             if not self._hold_group_heartbeat(ref, request, result, now_ms):
                 fx.replies.append((ref, result))
         elif isinstance(request, ConsumerGroupDescribe):
-            described = tuple(self._consumer_groups.describe(g) for g in request.group_ids)
+            described = tuple(self._describe_consumer_group(g) for g in request.group_ids)
             fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
         else:
             fx.replies.append((ref, self._create_topics(request, fx)))
         return fx
+
+    def _describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
+        """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found."""
+        if group_id in self._consumer_groups:
+            protocol_type = self._consumer_groups.protocol_type(group_id)
+            if protocol_type != PROTOCOL_TYPE:
+                return DescribedConsumerGroup(
+                    group_id=group_id,
+                    error=ErrorCode.GROUP_ID_NOT_FOUND,
+                    message=f"Group {group_id} is a {protocol_type} group, not a consumer group.",
+                )
+        return self._consumer_groups.describe(group_id)
 
     def _consumer_group_heartbeat(
         self, req: ConsumerGroupHeartbeat, now_ms: int, fx: Effects

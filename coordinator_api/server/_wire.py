@@ -547,6 +547,7 @@ def _group_heartbeat(v: int, message: Any, client_host: str) -> Request:
         protocol_type=message.protocol_type,
         resources=None if declared is None else tuple(sorted((r.name, r.count) for r in declared)),
         metadata=None if message.metadata is None else bytes(message.metadata),
+        list_owners=bool(message.list_owners),
     )
 
 
@@ -655,6 +656,12 @@ def to_response(frame: Frame, result: Result) -> Any:
                     for key, indexes in result.assignment
                 ]
             ),
+            owners=None
+            if result.owners is None
+            else [
+                GroupHeartbeatResponse.Owner(name=name, index=index, member_id=member_id, metadata=metadata)
+                for name, index, member_id, metadata in result.owners
+            ],
         )
     if isinstance(result, ConsumerGroupHeartbeatResult):
         heartbeat_partitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions

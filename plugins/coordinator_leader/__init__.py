@@ -9,15 +9,25 @@ plugin. It provides:
   to its writes;
 * :class:`EpochFence`: the other half of fencing, for the store that receives those writes;
 * the pure election rule :func:`elect` over :class:`Candidate` metadata, registered as the
-  ``leader/leader-election`` assignor, and payload decoders so ``coordinator-api groups GROUP``
-  shows candidates and the elected leader in words.
+  ``leader/leader-election`` assignor, and its incremental-protocol form
+  :func:`elect_on_coordinator`, registered as the server-side assignor of the same name (the
+  embedded coordinator hands the leadership out itself: ``group_protocol="incremental"``), and
+  payload decoders so ``coordinator-api groups GROUP`` shows candidates and the elected leader
+  in words.
 
 See docs/leader.md for the guide.
 """
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, ProtocolRegistry, decode, hookimpl
+from coordinator_api import (
+    AssignorRegistry,
+    PayloadDecoderRegistry,
+    ProtocolRegistry,
+    ServerAssignorRegistry,
+    decode,
+    hookimpl,
+)
 from coordinator_leader._aio import AsyncLeaderElection
 from coordinator_leader._election import (
     LeaderElection,
@@ -27,11 +37,13 @@ from coordinator_leader._election import (
     election_member,
 )
 from coordinator_leader._election_rule import (
+    LEADERSHIP,
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
     Candidate,
     LeaderAssignment,
     elect,
+    elect_on_coordinator,
     rank,
 )
 from coordinator_leader._fence import EpochFence, StaleEpochError
@@ -68,11 +80,17 @@ def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
 
 
 @hookimpl
+def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
+    registry.register(PROTOCOL_TYPE, PROTOCOL_NAME, elect_on_coordinator)
+
+
+@hookimpl
 def coordinator_api_register_payload_decoders(registry: PayloadDecoderRegistry) -> None:
     registry.register(PROTOCOL_TYPE, metadata=describe_candidate, assignment=describe_leader)
 
 
 __all__ = [
+    "LEADERSHIP",
     "PROTOCOL_NAME",
     "PROTOCOL_TYPE",
     "AsyncLeaderElection",
@@ -87,6 +105,7 @@ __all__ = [
     "describe_candidate",
     "describe_leader",
     "elect",
+    "elect_on_coordinator",
     "election_member",
     "rank",
 ]

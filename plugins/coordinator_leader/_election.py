@@ -18,7 +18,9 @@ from coordinator_api import (
     CoordinatorApiError,
     CoordinatorClosedError,
     GroupError,
+    GroupSubscription,
     JoinedMember,
+    PayloadError,
     PluginRegistry,
     decode,
     decode_members,
@@ -26,6 +28,7 @@ from coordinator_api import (
     installed_plugins,
 )
 from coordinator_leader._election_rule import (
+    LEADERSHIP,
     PROTOCOL_NAME,
     PROTOCOL_TYPE,
     Candidate,
@@ -138,6 +141,30 @@ class _ElectionMember(Coordinator):
     def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
         self._election._joined(generation, member_id, decode(LeaderAssignment, assignment))
 
+    # The incremental protocol: the coordinator hands out the one resource LEADERSHIP.
+
+    def group_subscription(self) -> GroupSubscription:
+        name, _ = LEADERSHIP
+        return GroupSubscription(
+            resources={name: 1},
+            metadata=encode(self._election._candidate()),
+            server_assignor=self._election.rule,
+            list_owners=True,  # every member learns who leads
+        )
+
+    def on_reconcile_resources(
+        self,
+        member_epoch: int,
+        member_id: str,
+        revoked: frozenset[tuple[str, int]],
+        assigned: frozenset[tuple[str, int]],
+    ) -> None:
+        if LEADERSHIP in revoked:
+            self._election._step_down("the coordinator moved the leadership", forget_leader=True)
+            self._election._stand_again()
+        if LEADERSHIP in assigned:
+            self._election._elected(member_epoch)
+
     def on_leave_prepare(self) -> None:
         self._election._step_down("the member is leaving the group", forget_leader=True)
 
@@ -197,7 +224,16 @@ class LeaderElection:
     :param rule: the election rule, by the name a plugin registered it under for protocol type
         ``leader`` (the built-in ``leader-election``, :func:`elect`); a plugin's rule has
         :func:`elect`'s signature and returns a :class:`LeaderAssignment`. Every member of a
-        group must use the same rule (it is the group's protocol name).
+        group must use the same rule (it is the group's protocol name). With
+        ``group_protocol="incremental"`` the coordinator runs the server-side assignor of that
+        name (the built-in :func:`elect_on_coordinator`).
+    :param group_protocol: ``"classic"`` (the default: every membership change is a short
+        leaderless rebalance of the whole group) or ``"incremental"``: on the embedded
+        coordinator the coordinator itself hands the leadership out, so members joining and
+        leaving never interrupt the leader, a new leader starts only once the old one has
+        stepped down, and the epoch is the coordinator's member epoch at which it was
+        elected; a Kafka cluster does not serve it, and the election falls back to the
+        classic protocol (logged).
     :param plugins: where the rule is looked up (default: the installed plugins,
         :func:`coordinator_api.installed_plugins`).
     :param options: further :class:`~coordinator_api.Coordinator` settings (``client_id``,
@@ -220,6 +256,7 @@ class LeaderElection:
         on_elected: ElectedCallback | None = None,
         on_revoked: RevokedCallback | None = None,
         rule: str = PROTOCOL_NAME,
+        group_protocol: str = "classic",
         plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
@@ -247,6 +284,7 @@ class LeaderElection:
             bootstrap_servers,
             session_timeout_ms=session_timeout_ms,
             heartbeat_interval_ms=interval,
+            group_protocol=group_protocol,
             **options,
         )
         self.name = name
@@ -327,7 +365,9 @@ class LeaderElection:
                 return False
             generation = self._generation
         stable = self._member.generation_if_stable()
-        return stable is not None and stable.generation_id == generation
+        # The incremental protocol moves the member epoch on while leadership stays: the
+        # leadership is revoked explicitly (and stepped down from) when it moves.
+        return stable is not None and (self._incremental() or stable.generation_id == generation)
 
     def leader(self) -> str | None:
         """The leader's name, or None while no leader is known (before the first election,
@@ -336,14 +376,44 @@ class LeaderElection:
         return info.name if info else None
 
     def leader_info(self) -> LeaderInfo | None:
-        """The leader's identity and epoch, or None (see :meth:`leader`)."""
+        """The leader's identity and epoch, or None (see :meth:`leader`). With the incremental
+        protocol a member learns the leader from the coordinator's answers to its heartbeats:
+        at once when the group changes, else within a heartbeat interval."""
+        if not self._incremental():
+            with self._lock:
+                return self._leader
         with self._lock:
-            return self._leader
+            if self._leading:
+                return LeaderInfo(
+                    name=self.name,
+                    address=self.address,
+                    priority=self.priority,
+                    version=self.version,
+                    epoch=self._led_epoch,
+                    member_id=self.member_id,
+                )
+        owner = self._member.resource_owners().get(LEADERSHIP)
+        if owner is None:
+            return None
+        member_id, data = owner
+        try:
+            leader = decode(Candidate, data)
+        except PayloadError:
+            return None
+        return LeaderInfo(
+            name=leader.name,
+            address=leader.address,
+            priority=leader.priority,
+            version=leader.version,
+            epoch=leader.led_epoch,  # published by the leader once elected
+            member_id=member_id,
+        )
 
     def epoch(self) -> int:
         """The epoch of the current leadership as this member knows it (-1 before any)."""
+        info = self.leader_info()
         with self._lock:
-            return self._leader.epoch if self._leader else self._epoch_seen
+            return info.epoch if info else self._epoch_seen
 
     def wait_until_leader(self, timeout: float | None = None) -> bool:
         """Block until this member leads, or ``timeout`` seconds pass; True if it leads."""
@@ -412,7 +482,36 @@ class LeaderElection:
                 version=self.version,
                 epoch_seen=self._epoch_seen,
                 led_epoch=self._led_epoch,
+                preferred_leader=self.preferred_leader,
             )
+
+    def _incremental(self) -> bool:
+        return self._member.group_protocol == "incremental"
+
+    def _elected(self, epoch: int) -> None:
+        """The incremental protocol: the coordinator gave this member the leadership at member
+        epoch ``epoch``, its fencing token."""
+        with self._lock:
+            self._error = None
+            self._epoch_seen = max(self._epoch_seen, epoch)
+            self._leading, self._generation, self._led_epoch = True, epoch, epoch
+            self._terms += 1
+            elected = self._term = Leadership(self, epoch, self._terms)
+            self._lock.notify_all()
+        # The others learn the epoch from this member's payload, which now says it.
+        self._member.request_rejoin("publish the leadership epoch")
+        log.info("group %s: %s leads with epoch %d", self.group_id, self.name, epoch)
+        if self._on_elected is not None:
+            self._call_back("on_elected", self._on_elected, elected.epoch)
+
+    def _stand_again(self) -> None:
+        """The incremental protocol: the leadership this member resigned has moved (or nobody
+        else could take it): it is a candidate again."""
+        with self._lock:
+            if not self._sitting_out:
+                return
+            self._sitting_out = False
+        self._member.request_rejoin("a candidate again after resigning")
 
     def _joined(self, generation: int, member_id: str, outcome: LeaderAssignment) -> None:
         elected: Leadership | None = None

@@ -1,22 +1,27 @@
-"""What candidates advertise, what they are told, and the pure rule that elects a leader.
+"""What candidates advertise, what they are told, and the pure rules that elect a leader.
 
-The rule runs in the group's leader member (Kafka's classic protocol: the member that computes
-assignments) and must give every member the same answer for the same inputs, so it is a pure,
-deterministic function of the members' metadata and the generation.
+With the classic protocol the rule (:func:`elect`) runs in the group's leader member (the
+member that computes assignments) and must give every member the same answer for the same
+inputs, so it is a pure, deterministic function of the members' metadata and the generation.
+With the incremental protocol the coordinator runs :func:`elect_on_coordinator`, which hands
+out the one resource :data:`LEADERSHIP` by the same ranking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
-from coordinator_api import payload
+from coordinator_api import AssignmentSpec, PayloadError, decode, payload, since
 
 PROTOCOL_TYPE = "leader"
 PROTOCOL_NAME = "leader-election"
 
+#: The incremental protocol's one resource of a leader group: whoever owns it leads.
+LEADERSHIP = ("leadership", 0)
 
-@payload(version=1)
+
+@payload(version=2)
 @dataclass(frozen=True)
 class Candidate:
     """A member's metadata: who it is and what it knows of past leadership.
@@ -29,6 +34,9 @@ class Candidate:
     :ivar epoch_seen: the highest leadership epoch this member has been told (-1: none).
     :ivar led_epoch: the epoch of the last leadership this member held (-1: none), so that the
         leader of the generation that just ended can be kept.
+    :ivar preferred_leader: (version 2) the member asks that the best-ranked member lead, even
+        if another holds the leadership (the incremental protocol's rule reads it; with the
+        classic protocol the group leader's own setting counts).
     """
 
     name: str
@@ -38,6 +46,7 @@ class Candidate:
     version: str = ""
     epoch_seen: int = -1
     led_epoch: int = -1
+    preferred_leader: bool = field(default=False, metadata=since(2))
 
 
 @payload(version=1)
@@ -108,3 +117,45 @@ def elect(
         leader_version=chosen.version,
         epoch=epoch,
     )
+
+
+def elect_on_coordinator(
+    members: Sequence[AssignmentSpec], resource_counts: Mapping[str, int]
+) -> Mapping[str, Iterable[tuple[str, int]]]:
+    """The incremental protocol's election, run by the coordinator: :data:`LEADERSHIP` to one
+    member. The member that holds it keeps it while it is eligible, unless a member asks for
+    the preferred leader; otherwise the best eligible member by :func:`rank` gets it. A member
+    whose payload is not a :class:`Candidate` cannot lead. Each member's metadata is its
+    Candidate; the leadership epoch is the coordinator's member epoch at which it was given.
+
+    >>> from coordinator_api import AssignmentSpec, encode
+    >>> def spec(member_id, candidate, holds=False):
+    ...     return AssignmentSpec(member_id=member_id, instance_id=None, rack=None,
+    ...         topics=frozenset({"leadership"}), current=frozenset({LEADERSHIP} if holds else ()),
+    ...         metadata=encode(candidate))
+    >>> a, b = Candidate("a", priority=1), Candidate("b", priority=5)
+    >>> elect_on_coordinator([spec("m-1", a), spec("m-2", b)], {"leadership": 1})
+    {'m-2': [('leadership', 0)]}
+    >>> elect_on_coordinator([spec("m-1", a, holds=True), spec("m-2", b)], {"leadership": 1})
+    {'m-1': [('leadership', 0)]}
+    """
+    name, _ = LEADERSHIP
+    if name not in resource_counts:
+        return {}
+    candidates: dict[str, Candidate] = {}
+    for member in members:
+        if name not in member.topics:
+            continue
+        try:
+            candidates[member.member_id] = decode(Candidate, member.metadata)
+        except PayloadError:
+            continue  # not a candidate this rule can read
+    eligible = [m for m, c in candidates.items() if c.eligible]
+    if not eligible:
+        return {}
+    holders = [m.member_id for m in members if LEADERSHIP in m.current and m.member_id in eligible]
+    if holders and not any(c.preferred_leader for c in candidates.values()):
+        leader = holders[0]
+    else:
+        leader = min(eligible, key=lambda m: rank(m, candidates[m]))
+    return {leader: [LEADERSHIP]}

@@ -107,6 +107,7 @@ SUPPORTED = {
     42: (0, 2),
     68: (0, 1),
     69: (0, 1),
+    10068: (0, 0),  # GroupHeartbeat, this project's own
 }
 
 SUBSCRIPTION = bytes(ConsumerProtocolSubscription(version=0, topics=["events"], user_data=b"").encode())
