@@ -238,7 +238,7 @@ def _groups(args: argparse.Namespace) -> int:
         description = describe_group(args.bootstrap_server, args.group, timeout_ms=args.timeout_ms)
     except KafkaError as exc:
         raise _unreachable(args, exc) from exc
-    if description.state == "Dead" and not description.members:
+    if description.state == "Dead" and not description.members and description.group_epoch is None:
         raise CoordinatorApiError(f"group {args.group!r} does not exist on {args.bootstrap_server}")
     decoders = PluginRegistry.load().payload_decoders
     if args.json:

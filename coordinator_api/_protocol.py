@@ -70,6 +70,7 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     # This project's own APIs, in Kafka's framing (from 10000 up, far from Kafka's own keys).
     GROUP_HEARTBEAT = 10068
+    GROUP_DESCRIBE = 10069
 
 
 #: The most resources a group of the incremental protocol that is not a consumer group may have

@@ -12,10 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from coordinator_consumer import ConsumerGroupMember
+from coordinator_leader import LeaderElection
 from kafka import KafkaConsumer
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api._cli import build_parser
+from coordinator_api.testing import KafkaCluster
 
 CLI = [sys.executable, "-m", "coordinator_api"]
 
@@ -188,7 +191,11 @@ def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
                 "assignment",
                 "metadata_base64",
                 "assignment_base64",
+                "member_epoch",
+                "subscribed",
+                "assigned",
             }
+            assert (document["group_epoch"], member["member_epoch"], member["assigned"]) == (None, None, None)
             assert "t" in member["assignment"] and base64.b64decode(member["assignment_base64"])
             missing = cli("groups", "nobody", "--bootstrap-server", coordinator.bootstrap_servers)
             assert missing.returncode == 2
@@ -197,6 +204,61 @@ def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
             )
         finally:
             consumer.close()
+
+
+def test_groups_describes_incremental_groups_of_any_protocol_type() -> None:
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0)
+    with EmbeddedCoordinator(topics={"t": 3}, config=config) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        election = LeaderElection("svc", bootstrap, name="node-1", group_protocol="incremental").start()
+        consumer = ConsumerGroupMember("readers", bootstrap, topics=["t"], group_protocol="consumer")
+        try:
+            assert election.wait_until_leader(10)
+            deadline = time.monotonic() + 10
+            while len(consumer.assignment()) < 3:
+                assert time.monotonic() < deadline
+                consumer.poll(0.05)
+            leader = cli("groups", "svc", "--bootstrap-server", bootstrap)
+            assert leader.returncode == 0, leader.stderr
+            head, member, subscribed, metadata, assigned = leader.stdout.splitlines()
+            assert (
+                head.startswith("group svc: ")
+                and ("protocol type leader, incremental protocol, assignor leader-election, group epoch ")
+                in head
+            )
+            assert member.startswith(f"  {election.member_id} leader-node-1@") and ", epoch " in member
+            assert subscribed == "    subscribed: leadership"
+            assert metadata.startswith("    metadata:   node-1, priority 0, eligible")
+            assert assigned == "    assigned:   leadership 0"
+            document = json.loads(cli("groups", "readers", "--json", "--bootstrap-server", bootstrap).stdout)
+            assert (document["protocol_type"], document["protocol"]) == ("consumer", "uniform")
+            (reader,) = document["members"]
+            assert (reader["subscribed"], reader["assigned"]) == (["t"], {"t": [0, 1, 2]})
+            assert reader["member_epoch"] == document["group_epoch"] >= 1
+        finally:
+            consumer.close()
+            election.close()
+
+
+def test_groups_describes_a_kip848_consumer_group_on_kafka(kafka: KafkaCluster) -> None:
+    kafka.create_topic("cli-t", partitions=2)
+    consumer = ConsumerGroupMember(
+        "cli-readers", kafka.bootstrap_servers, topics=["cli-t"], group_protocol="consumer"
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(consumer.assignment()) < 2:
+            assert time.monotonic() < deadline
+            consumer.poll(0.1)
+        described = cli(
+            "groups", "cli-readers", "--bootstrap-server", kafka.bootstrap_servers, "--timeout-ms", "10000"
+        )
+        assert described.returncode == 0, described.stderr
+        lines = described.stdout.splitlines()
+        assert "protocol type consumer, incremental protocol, assignor uniform" in lines[0]
+        assert lines[-1] == "    assigned:   cli-t 0-1"
+    finally:
+        consumer.close()
 
 
 def test_topics_list_describe_and_create_as_kafka_topics_does() -> None:

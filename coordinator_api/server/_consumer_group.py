@@ -314,6 +314,7 @@ class ConsumerGroups:
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             assignor_name=group.assignor or self._default_assignor(group.protocol_type),
+            protocol_type=group.protocol_type,
             members=tuple(
                 DescribedConsumerMember(
                     member_id=m.member_id,
@@ -326,6 +327,7 @@ class ConsumerGroups:
                     subscribed_topic_regex=m.regex,
                     assignment=self._described(group, m.assigned),
                     target_assignment=self._described(group, group.target.get(m.member_id, frozenset())),
+                    metadata=m.metadata,
                 )
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ),
@@ -1151,6 +1153,10 @@ class ConsumerGroups:
                 error=refused.error, message=refused.message, member_id=req.member_id
             )
             return error, events
+        if group.group_epoch > group.assignment_epoch:
+            # The group changed without a heartbeat (a member left, was expired or fenced): the
+            # new target now, so that the held heartbeats learn of it at once.
+            self._compute_target(group)
         self._reconcile(group, member, owned, now_ms, events)
         owners_moved = req.list_owners and self._owners(group) != req.owners_known
         if member.epoch == req.member_epoch and member.assigned == owned and not owners_moved:

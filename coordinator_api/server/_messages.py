@@ -345,6 +345,7 @@ class DescribedConsumerMember:
     subscribed_topic_regex: str | None
     assignment: DescribedPartitions
     target_assignment: DescribedPartitions
+    metadata: bytes = b""  # a group of another protocol type: the member's payload
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -357,11 +358,13 @@ class DescribedConsumerGroup:
     assignment_epoch: int = 0
     assignor_name: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()
+    protocol_type: str = "consumer"
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerGroupDescribe:
     group_ids: tuple[str, ...]
+    any_protocol_type: bool = False  # GroupDescribe: groups of every protocol type
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -438,7 +438,10 @@ class GroupCoordinator:
             if not self._hold_group_heartbeat(ref, request, result, now_ms):
                 fx.replies.append((ref, result))
         elif isinstance(request, ConsumerGroupDescribe):
-            described = tuple(self._describe_consumer_group(g) for g in request.group_ids)
+            describe = (
+                self._consumer_groups.describe if request.any_protocol_type else self._describe_consumer_group
+            )
+            described = tuple(describe(g) for g in request.group_ids)
             fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
         else:
             fx.replies.append((ref, self._create_topics(request, fx)))

@@ -90,6 +90,8 @@ from coordinator_api.server.schemas import (
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    GroupDescribeRequest,
+    GroupDescribeResponse,
     GroupHeartbeatRequest,
     GroupHeartbeatResponse,
 )
@@ -555,6 +557,10 @@ def _consumer_group_describe(v: int, message: Any, client_host: str) -> Request:
     return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
 
 
+def _group_describe(v: int, message: Any, client_host: str) -> Request:
+    return ConsumerGroupDescribe(group_ids=tuple(message.group_ids), any_protocol_type=True)
+
+
 def _create_topics(v: int, message: Any, client_host: str) -> Request:
     return CreateTopics(
         topics=tuple(
@@ -610,6 +616,7 @@ API_KEYS: dict[ApiKey, _Api] = {
         ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, 0, 1, _consumer_group_describe
     ),
     ApiKey.GROUP_HEARTBEAT: _Api(GroupHeartbeatRequest, GroupHeartbeatResponse, 0, 0, _group_heartbeat),
+    ApiKey.GROUP_DESCRIBE: _Api(GroupDescribeRequest, GroupDescribeResponse, 0, 0, _group_describe),
 }
 
 
@@ -682,6 +689,8 @@ def to_response(frame: Frame, result: Result) -> Any:
                 ]
             ),
         )
+    if isinstance(result, ConsumerGroupDescribeResult) and frame.api_key == ApiKey.GROUP_DESCRIBE:
+        return _group_describe_response(result)
     if isinstance(result, ConsumerGroupDescribeResult):
         return _consumer_group_describe_response(v, result)
     if isinstance(result, JoinGroupResult):
@@ -862,6 +871,47 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
             )
         )
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
+
+
+def _group_describe_response(result: ConsumerGroupDescribeResult) -> Any:
+    group_cls = GroupDescribeResponse.DescribedGroup
+    member_cls = group_cls.Member
+
+    def resources(described: DescribedPartitions) -> list[Any]:
+        return [member_cls.Resources(name=name, indexes=list(parts)) for _, name, parts in described]
+
+    return GroupDescribeResponse(
+        version=0,
+        throttle_time_ms=0,
+        groups=[
+            group_cls(
+                error_code=g.error,
+                error_message=g.message,
+                group_id=g.group_id,
+                protocol_type=g.protocol_type if g.error is ErrorCode.NONE else "",
+                group_state=g.state,
+                group_epoch=g.group_epoch,
+                assignment_epoch=g.assignment_epoch,
+                assignor_name=g.assignor_name,
+                members=[
+                    member_cls(
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=m.member_epoch,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed=list(m.subscribed_topic_names),
+                        metadata=m.metadata,
+                        assignment=resources(m.assignment),
+                        target_assignment=resources(m.target_assignment),
+                    )
+                    for m in g.members
+                ],
+            )
+            for g in result.groups
+        ],
+    )
 
 
 def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResult) -> Any:

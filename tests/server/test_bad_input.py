@@ -108,6 +108,7 @@ SUPPORTED = {
     68: (0, 1),
     69: (0, 1),
     10068: (0, 0),  # GroupHeartbeat, this project's own
+    10069: (0, 0),  # GroupDescribe, this project's own
 }
 
 SUBSCRIPTION = bytes(ConsumerProtocolSubscription(version=0, topics=["events"], user_data=b"").encode())

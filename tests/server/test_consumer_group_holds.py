@@ -194,3 +194,18 @@ def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_a
     request = ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=2, owned=None)
     assert c.take(c.state.handle(ref, request, c.now)) == [ref]
     assert c.partitions(ref) == {3, 4, 5}
+
+
+def test_a_held_member_gets_the_partitions_of_a_member_that_leaves_at_once(c: Coordinator) -> None:
+    join_alone(c)
+    c.send("b", 0)
+    c.send("a", 1, range(6))
+    c.send("a", 1, {0, 1, 2})
+    c.advance(100)
+    held, answered = c.send("b", 2, {3, 4, 5})
+    assert answered == []  # nothing new for b: held
+    leave, answered = c.send("a", -1)
+    # The leave moves the target (no heartbeat computes it): b's held heartbeat is answered in
+    # the same step with everything, not when its hold ends.
+    assert sorted(answered) == sorted([leave, held])
+    assert c.partitions(held) == set(range(6)) and c.answered[held].member_epoch == 3
