@@ -13,7 +13,10 @@ third-party plugin. It provides:
 * versioned payloads and decoders, so ``coordinator-api groups GROUP`` describes streams groups;
 * :class:`StreamsGroupMember`, a group member on the Coordinator API: the application declares
   its tasks, reports lags when asked and receives active, standby and warmup tasks through
-  callbacks; it schedules probing rebalances;
+  callbacks; it schedules probing rebalances. With ``group_protocol="incremental"`` the
+  coordinator assigns the active tasks instead, and each member reconciles on its own;
+* a server-side assignor for that (``sticky``, :func:`assign_tasks_sticky`: balanced by
+  capacity, then sticky), registered for the embedded coordinator;
 * :class:`SimulatedApplication` and :class:`GroupSimulation`: state stores that restore at a
   fixed rate on a clock, for tests, demos and the benchmark.
 
@@ -22,8 +25,22 @@ third-party plugin. It provides:
 
 from __future__ import annotations
 
-from coordinator_api import AssignorRegistry, PayloadDecoderRegistry, ProtocolRegistry, hookimpl
+from coordinator_api import (
+    AssignorRegistry,
+    PayloadDecoderRegistry,
+    ProtocolRegistry,
+    ServerAssignorRegistry,
+    hookimpl,
+)
+from coordinator_api._plugins import ServerAssignor
 from coordinator_streams._high_availability import assign_tasks
+from coordinator_streams._incremental import (
+    SERVER_ASSIGNOR,
+    StreamsMemberMetadata,
+    assign_tasks_sticky,
+    decode_member_metadata,
+    encode_member_metadata,
+)
 from coordinator_streams._member import StreamsGroupMember
 from coordinator_streams._model import (
     DEFAULT_ACCEPTABLE_RECOVERY_LAG,
@@ -61,6 +78,9 @@ ASSIGNORS: dict[str, StreamsAssignor] = {
     "eager-sticky": assign_tasks_eager_sticky,
 }
 
+SERVER_ASSIGNORS: dict[str, ServerAssignor] = {SERVER_ASSIGNOR: assign_tasks_sticky}
+"""The server-side assignors of protocol type ``streams`` (the incremental protocol)."""
+
 
 @hookimpl
 def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
@@ -70,6 +90,12 @@ def coordinator_api_register_protocols(registry: ProtocolRegistry) -> None:
 @hookimpl
 def coordinator_api_register_assignors(registry: AssignorRegistry) -> None:
     for name, assignor in ASSIGNORS.items():
+        registry.register(PROTOCOL_TYPE, name, assignor)
+
+
+@hookimpl
+def coordinator_api_register_server_assignors(registry: ServerAssignorRegistry) -> None:
+    for name, assignor in SERVER_ASSIGNORS.items():
         registry.register(PROTOCOL_TYPE, name, assignor)
 
 
@@ -84,6 +110,7 @@ __all__ = [
     "DEFAULT_MAX_WARMUP_REPLICAS",
     "DEFAULT_PROBING_REBALANCE_INTERVAL_MS",
     "PROTOCOL_TYPE",
+    "SERVER_ASSIGNORS",
     "AssignmentConfig",
     "ClientState",
     "ColdHandoff",
@@ -92,6 +119,7 @@ __all__ = [
     "SimulatedApplication",
     "StreamsAssignor",
     "StreamsGroupMember",
+    "StreamsMemberMetadata",
     "Task",
     "TaskAssignment",
     "TaskAssignmentError",
@@ -99,11 +127,14 @@ __all__ = [
     "TimelineEvent",
     "assign_tasks",
     "assign_tasks_eager_sticky",
+    "assign_tasks_sticky",
     "decode_assignment",
+    "decode_member_metadata",
     "decode_subscriptions",
     "describe_assignment",
     "describe_subscription",
     "encode_assignment",
+    "encode_member_metadata",
     "encode_subscription",
     "timeline_text",
 ]

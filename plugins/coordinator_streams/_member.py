@@ -8,7 +8,15 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coordinator_api import ConfigurationError, Coordinator, JoinedMember, PluginRegistry, installed_plugins
+from coordinator_api import (
+    ConfigurationError,
+    Coordinator,
+    GroupSubscription,
+    JoinedMember,
+    PluginRegistry,
+    installed_plugins,
+)
+from coordinator_streams._incremental import encode_member_metadata, resource_counts, task_of
 from coordinator_streams._model import (
     AssignmentConfig,
     ClientState,
@@ -65,6 +73,24 @@ class StreamsGroupMember(Coordinator):
     The leader's :class:`~coordinator_streams.AssignmentConfig` is the one that counts; give every
     member the same.
 
+    **Incremental rebalancing** (``group_protocol="incremental"``). The coordinator assigns
+    instead of a leader, and each member reconciles on its own, with no group-wide round: the
+    member declares its tasks as the coordinator's resources (one resource group per
+    subtopology, named by its number, counting its partitions) with its process id and
+    capacity, the coordinator's server-side assignor (``sticky``: balanced by capacity, members
+    keep their tasks up to their share) computes the target, and the member gets
+    ``on_tasks_revoked`` for the active tasks it gives up and then ``on_tasks_assigned`` with its
+    new assignment; a task moves to its new owner only once its previous owner has returned from
+    ``on_tasks_revoked``. Members that keep their tasks see no callback at all. Only **active**
+    tasks take part: no standbys, no warmups, no lags (as Apache Kafka 4.2's streams groups
+    without warmups), so ``config``, ``assignor``, ``client_tags`` and ``task_lags`` are not
+    used, there are no probing rebalances, and a task that moves restores its state on its new
+    owner. Each subtopology's partitions must be ``0 .. n-1``, and every member of the group
+    must declare the same topology and ask for the same protocol. Where the coordinator does not
+    serve it (a Kafka cluster), the member logs a warning and speaks the classic protocol as
+    described above, with all of the above settings; :attr:`group_protocol` then reads
+    ``"classic"``.
+
     :param process_id: a stable id of this instance (survives restarts, like its state
         directory).
     :param tasks: every task of the topology (the leader takes the union over members).
@@ -77,12 +103,16 @@ class StreamsGroupMember(Coordinator):
     :param task_lags: called on the application thread whenever the member builds its metadata
         (and to check warmups): for each stateful task with local state, records behind the
         changelog end.
-    :param on_tasks_assigned: called with this member's full assignment after each generation.
+    :param on_tasks_assigned: called with this member's full assignment after each generation
+        (incremental protocol: after each change of it, once the revoked tasks are stopped).
     :param on_tasks_revoked: called with the active tasks this member must stop running, before
         another member may start them.
     :param on_tasks_lost: called (on the heartbeat thread) with the active tasks the member lost
         without a clean handover; stop them at once.
     :param warmup_check_interval_ms: how often :meth:`poll` asks for lags while warmups exist.
+    :param server_assignor: with ``group_protocol="incremental"``, the coordinator's
+        server-side assignor to ask for; None (default) takes the coordinator's default
+        (``sticky``).
     :param plugins: where assignors are found by name (default: the installed plugins,
         :func:`coordinator_api.installed_plugins`).
     """
@@ -104,10 +134,17 @@ class StreamsGroupMember(Coordinator):
         on_tasks_revoked: RevokedCallback | None = None,
         on_tasks_lost: RevokedCallback | None = None,
         warmup_check_interval_ms: int = 1_000,
+        server_assignor: str | None = None,
         plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
         super().__init__(group_id, bootstrap_servers, **options)
+        incremental = options.get("group_protocol") == "incremental"
+        if server_assignor is not None and not incremental:
+            raise ConfigurationError(
+                f"group {group_id!r}: server_assignor is for group_protocol='incremental'; the classic "
+                "protocol's leader runs `assignor`"
+            )
         self._plugins = plugins if plugins is not None else installed_plugins()
         self._plugins.assignors.choose(PROTOCOL_TYPE, assignor, group_id=group_id, what="streams assignor")
         if not isinstance(process_id, str) or not process_id:
@@ -121,6 +158,13 @@ class StreamsGroupMember(Coordinator):
             raise ConfigurationError(f"group {group_id!r}: tasks must be a non-empty list of Task values")
         if len({t.id for t in self._tasks}) != len(self._tasks):
             raise ConfigurationError(f"group {group_id!r}: a task is declared twice")
+        # The tasks as the coordinator's resources (checked now, used only if the member speaks
+        # the incremental protocol).
+        try:
+            self._resources = resource_counts(self._tasks) if incremental else {}
+        except TaskAssignmentError as exc:
+            raise TaskAssignmentError(f"group {group_id!r}: {exc}") from None
+        self._server_assignor = server_assignor
         self._process_id = process_id
         self._capacity = capacity
         self._rack = rack
@@ -196,6 +240,33 @@ class StreamsGroupMember(Coordinator):
         if self._assigned_cb is not None:
             self._assigned_cb(tasks)
 
+    def group_subscription(self) -> GroupSubscription:
+        # Only what stays the same between polls: a change would start a new group epoch.
+        return GroupSubscription(
+            resources=self._resources,
+            metadata=encode_member_metadata(self._process_id, self._capacity),
+            server_assignor=self._server_assignor,
+            rack_id=self._rack,
+        )
+
+    def on_reconcile_resources(
+        self,
+        member_epoch: int,
+        member_id: str,
+        revoked: frozenset[tuple[str, int]],
+        assigned: frozenset[tuple[str, int]],
+    ) -> None:
+        gone = frozenset(task_of(r) for r in revoked)
+        new = frozenset(task_of(r) for r in assigned)
+        with self._lock:
+            self._current = MemberTasks(self._current.active - gone)
+        if gone and self._revoked_cb is not None:
+            self._revoked_cb(gone)
+        with self._lock:
+            self._current = tasks = MemberTasks(self._current.active | new)
+        if self._assigned_cb is not None:
+            self._assigned_cb(tasks)
+
     def on_leave_prepare(self) -> None:
         with self._lock:
             revoked, self._current = self._current.active, MemberTasks()
@@ -212,14 +283,18 @@ class StreamsGroupMember(Coordinator):
     # --- the application's view ---------------------------------------------------------------------
 
     def tasks(self) -> MemberTasks:
-        """This member's current active, standby and warmup tasks."""
+        """This member's current active, standby and warmup tasks (active tasks only with the
+        incremental protocol)."""
         with self._lock:
             return self._current
 
     def poll(self, timeout: float = 0.0) -> None:
         """Follow the group (see :meth:`Coordinator.poll`), then rejoin if the probing rebalance
-        is due or a warmup has caught up."""
+        is due or a warmup has caught up (the classic protocol only: the incremental one has no
+        warmups)."""
         super().poll(timeout)
+        if self.group_protocol != "classic":
+            return
         with self._lock:
             probe_at, warmup = self._probe_at_ms, self._current.warmup
             check = bool(warmup) and time.monotonic() >= self._next_warmup_check

@@ -1,0 +1,473 @@
+"""Streams groups on the incremental protocol: the server-side assignor's invariants (Hypothesis)
+and StreamsGroupMember with ``group_protocol="incremental"`` on a real embedded coordinator, and
+falling back to the classic protocol on the suite's Apache Kafka cluster.
+
+Members run in this process over real TCP connections on 127.0.0.1; the test thread polls them.
+Every callback goes through a :class:`Ledger`, which checks at each one that no task is active on
+two members (a task is given only after its previous owner returned from ``on_tasks_revoked``)
+and keeps a timeline for the messages.
+"""
+
+from __future__ import annotations
+
+import doctest
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+from coordinator_streams import (
+    SERVER_ASSIGNORS,
+    AssignmentConfig,
+    MemberTasks,
+    StreamsGroupMember,
+    Task,
+    TaskId,
+    assign_tasks_sticky,
+    encode_member_metadata,
+)
+from coordinator_streams import _incremental as incremental
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from coordinator_api import (
+    AssignmentSpec,
+    ConfigurationError,
+    CoordinatorConfig,
+    EmbeddedCoordinator,
+    PluginRegistry,
+)
+from coordinator_api.testing import KafkaCluster
+
+Resource = tuple[str, int]
+
+# --- the server-side assignor ------------------------------------------------------------------
+
+
+def spec(
+    member_id: str,
+    capacity: int = 1,
+    current: Sequence[Resource] = (),
+    topics: Sequence[str] = (),
+    metadata: bytes | None = None,
+) -> AssignmentSpec:
+    return AssignmentSpec(
+        member_id=member_id,
+        instance_id=None,
+        rack=None,
+        topics=frozenset(topics),
+        current=frozenset(current),
+        metadata=encode_member_metadata(f"process-{member_id}", capacity) if metadata is None else metadata,
+    )
+
+
+counts_st = st.dictionaries(st.sampled_from(["0", "1", "2", "3"]), st.integers(1, 12), min_size=1)
+
+
+@st.composite
+def groups(draw: st.DrawFn, *, everyone_declares_all: bool) -> tuple[list[AssignmentSpec], dict[str, int]]:
+    """Members with capacities and current targets (disjoint here; overlapping, stale or
+    out-of-range claims in :func:`messy_groups`)."""
+    counts = draw(counts_st)
+    resources = [(g, p) for g, c in sorted(counts.items()) for p in range(c)]
+    n = draw(st.integers(1, 7))
+    owners = draw(st.lists(st.integers(-1, n - 1), min_size=len(resources), max_size=len(resources)))
+    members = []
+    for i in range(n):
+        topics = (
+            sorted(counts)
+            if everyone_declares_all
+            else draw(st.lists(st.sampled_from(["0", "1", "2", "3", "x"]), unique=True))
+        )
+        current = [r for r, owner in zip(resources, owners) if owner == i]
+        members.append(spec(f"m{i}", draw(st.integers(1, 4)), current, topics))
+    return members, counts
+
+
+@st.composite
+def messy_groups(draw: st.DrawFn) -> tuple[list[AssignmentSpec], dict[str, int]]:
+    counts = draw(counts_st)
+    claims = st.tuples(st.sampled_from(["0", "1", "2", "3", "x"]), st.integers(0, 14))
+    members = []
+    for i in range(draw(st.integers(0, 7))):
+        topics = draw(st.lists(st.sampled_from(["0", "1", "2", "3", "x"]), unique=True))
+        metadata = draw(st.sampled_from([None, b"", b"not a payload"]))
+        members.append(
+            spec(f"m{i}", draw(st.integers(1, 4)), draw(st.lists(claims, max_size=20)), topics, metadata)
+        )
+    return members, counts
+
+
+def as_sets(result: Mapping[str, Sequence[Resource]]) -> dict[str, frozenset[Resource]]:
+    return {member: frozenset(tasks) for member, tasks in result.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(messy_groups())
+def test_every_task_goes_to_exactly_one_member_that_declares_it(
+    group: tuple[list[AssignmentSpec], dict[str, int]],
+) -> None:
+    members, counts = group
+    result = assign_tasks_sticky(members, counts)
+    assert set(result) == {m.member_id for m in members}
+    given_out = [r for tasks in result.values() for r in tasks]
+    assert len(given_out) == len(set(given_out))  # nobody shares a task
+    declared = {m.member_id: m.topics for m in members}
+    for member, tasks in result.items():
+        for name, index in tasks:
+            assert name in declared[member] and 0 <= index < counts[name]
+    runnable = {(g, p) for g, c in counts.items() for p in range(c) if any(g in m.topics for m in members)}
+    assert set(given_out) == runnable  # and every task someone declares is given
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups(everyone_declares_all=True), st.randoms(use_true_random=False))
+def test_balanced_by_capacity_and_deterministic(
+    group: tuple[list[AssignmentSpec], dict[str, int]], rnd: random.Random
+) -> None:
+    members, counts = group
+    result = assign_tasks_sticky(members, counts)
+    total, threads = (
+        sum(counts.values()),
+        sum(incremental.decode_member_metadata(m.metadata).capacity for m in members),
+    )
+    for m in members:
+        capacity = incremental.decode_member_metadata(m.metadata).capacity
+        # Within one task of the exact share: |n - total * capacity / threads| < 1.
+        assert abs(len(result[m.member_id]) * threads - total * capacity) < threads
+    shuffled = list(members)
+    rnd.shuffle(shuffled)
+    assert as_sets(assign_tasks_sticky(shuffled, counts)) == as_sets(result)
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups(everyone_declares_all=True))
+def test_moves_no_more_tasks_than_balance_needs(group: tuple[list[AssignmentSpec], dict[str, int]]) -> None:
+    """From any current assignment, the tasks taken from their holders are exactly what any
+    balanced assignment must take: each member's excess over its rounded-down share, less one
+    for each member with a fractional share that may keep one more (as many as there are
+    leftover tasks)."""
+    members, counts = group
+    result = as_sets(assign_tasks_sticky(members, counts))
+    total = sum(counts.values())
+    capacity = {m.member_id: incremental.decode_member_metadata(m.metadata).capacity for m in members}
+    threads = sum(capacity.values())
+    floor = {m: total * c // threads for m, c in capacity.items()}
+    leftover = total - sum(floor.values())
+    held = {m.member_id: len(m.current) for m in members}
+    excess = sum(max(0, held[m] - floor[m]) for m in held)
+    may_keep_one = sum(1 for m in held if held[m] > floor[m] and total * capacity[m] % threads)
+    moved = sum(len(m.current - result[m.member_id]) for m in members)
+    assert moved == excess - min(leftover, may_keep_one)
+    # A settled group stays as it is.
+    again = [
+        spec(m.member_id, capacity[m.member_id], sorted(result[m.member_id]), sorted(counts)) for m in members
+    ]
+    assert as_sets(assign_tasks_sticky(again, counts)) == result
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts_st, st.integers(1, 6), st.data())
+def test_a_member_joining_or_leaving_moves_only_its_own_share(
+    counts: dict[str, int], n: int, data: st.DataObject
+) -> None:
+    names = sorted(counts)
+    total = sum(counts.values())
+    settled = assign_tasks_sticky([spec(f"m{i}", 1, (), names) for i in range(n)], counts)
+    members = [spec(m, 1, tasks, names) for m, tasks in settled.items()]
+    # Joining: the newcomer takes its rounded-down share, all of it from the others; nobody else
+    # gains anything.
+    joined = as_sets(assign_tasks_sticky([*members, spec("new", 1, (), names)], counts))
+    assert len(joined["new"]) == total // (n + 1)
+    for m in members:
+        assert joined[m.member_id] <= m.current
+    assert sum(len(m.current - joined[m.member_id]) for m in members) == len(joined["new"])
+    # Leaving: only the leaver's tasks move; every other member keeps all of its own.
+    leaver = data.draw(st.sampled_from(members))
+    rest = [m for m in members if m is not leaver]
+    after = as_sets(assign_tasks_sticky(rest, counts))
+    for m in rest:
+        assert m.current <= after[m.member_id]
+
+
+def test_the_plugin_registers_the_server_assignor_and_its_examples_hold() -> None:
+    assert PluginRegistry.load().server_assignors.of("streams") == SERVER_ASSIGNORS
+    assert SERVER_ASSIGNORS["sticky"] is assign_tasks_sticky
+    results = doctest.testmod(incremental)
+    assert results.attempted > 0 and results.failed == 0
+
+
+def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
+    gap = [Task(TaskId(0, 0)), Task(TaskId(0, 2))]
+    with pytest.raises(ConfigurationError, match="0_1 is missing"):
+        StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=gap, group_protocol="incremental")
+    StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=gap).close()  # classic: fine
+    with pytest.raises(ConfigurationError, match="server_assignor is for group_protocol='incremental'"):
+        StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=gap, server_assignor="sticky")
+
+
+# --- members on a real coordinator ------------------------------------------------------------
+
+# Two stateful subtopologies and a stateless one: 14 tasks.
+TASKS = [Task(TaskId(s, p)) for s in (0, 1) for p in range(6)] + [Task(TaskId(2, p), False) for p in range(2)]
+ALL = frozenset(t.id for t in TASKS)
+CONFIG = CoordinatorConfig(
+    initial_rebalance_delay_ms=0,
+    consumer_group_session_timeout_ms=6000,
+    consumer_group_heartbeat_interval_ms=300,
+)
+# The member's session is the coordinator's (its lease is counted from it).
+OPTIONS: dict[str, Any] = {
+    "group_protocol": "incremental",
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 1000,
+    "rebalance_timeout_ms": 5000,
+}
+
+
+class Ledger:
+    """Every member's callbacks, with times; at each one it checks that the member gives up only
+    what it runs and is given only what no other member runs."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: dict[str, frozenset[TaskId]] = {}
+        self.calls: list[tuple[float, str, str, frozenset[TaskId]]] = []
+        self.problems: list[str] = []
+        self.start = time.monotonic()
+        self.capacity: dict[StreamsGroupMember, int] = {}
+
+    def _note(self, name: str, kind: str, tasks: frozenset[TaskId]) -> None:
+        self.calls.append((time.monotonic() - self.start, name, kind, tasks))
+
+    def assigned(self, name: str, tasks: MemberTasks) -> None:
+        with self.lock:
+            mine = self.running.get(name, frozenset())
+            new = tasks.active - mine
+            if new:  # (after a revocation it is called with what the member keeps)
+                self._note(name, "assigned", new)
+            if not mine <= tasks.active:
+                self.problems.append(f"{name}: {words(mine - tasks.active)} gone without a revocation")
+            if tasks.standby or tasks.warmup:
+                self.problems.append(f"{name}: standbys or warmups in incremental mode: {tasks}")
+            for other, theirs in self.running.items():
+                if other != name and new & theirs:
+                    self.problems.append(f"{name} given {words(new & theirs)} while {other} runs them")
+            self.running[name] = tasks.active
+
+    def released(self, name: str, kind: str, tasks: frozenset[TaskId]) -> None:
+        with self.lock:
+            self._note(name, kind, tasks)
+            mine = self.running.get(name, frozenset())
+            if not tasks <= mine:
+                self.problems.append(f"{name}: {kind} {words(tasks - mine)} it did not run")
+            self.running[name] = mine - tasks
+
+    def since(self, t: float, name: str, kind: str) -> frozenset[TaskId]:
+        """The tasks ``name`` was given (``assigned``: the new ones) or gave up after ``t``."""
+        with self.lock:
+            return frozenset().union(
+                *(ts for at, who, k, ts in self.calls if at >= t and who == name and k == kind)
+            )
+
+    def now(self) -> float:
+        return time.monotonic() - self.start
+
+    def timeline(self, since: float = 0.0) -> str:
+        with self.lock:
+            return "\n".join(
+                f"{at - since:8.3f} s  {who}  {kind} {words(ts)}"
+                for at, who, kind, ts in self.calls
+                if at >= since
+            )
+
+    def member(
+        self, bootstrap: str, name: str, *, capacity: int = 1, group: str = "orders", **options: Any
+    ) -> StreamsGroupMember:
+        member = StreamsGroupMember(
+            group,
+            bootstrap,
+            process_id=name,
+            tasks=TASKS,
+            capacity=capacity,
+            client_id=name,
+            on_tasks_assigned=lambda tasks: self.assigned(name, tasks),
+            on_tasks_revoked=lambda tasks: self.released(name, "revoked", tasks),
+            on_tasks_lost=lambda tasks: self.released(name, "lost", tasks),
+            **{**OPTIONS, **options},
+        )
+        self.capacity[member] = capacity
+        return member
+
+
+def words(tasks: frozenset[TaskId]) -> str:
+    return " ".join(map(str, sorted(tasks))) or "-"
+
+
+def settle(
+    members: Sequence[StreamsGroupMember], done: Callable[[], bool], ledger: Ledger, timeout: float = 15
+) -> None:
+    start = time.monotonic()
+    while not done():
+        assert time.monotonic() - start < timeout, (
+            f"not settled: {[words(m.tasks().active) for m in members]}\n{ledger.timeline()}"
+        )
+        for member in members:
+            member.poll(0.02)
+    assert not ledger.problems, f"{ledger.problems}\n{ledger.timeline()}"
+
+
+def balanced(members: Sequence[StreamsGroupMember], ledger: Ledger) -> Callable[[], bool]:
+    """Together the members run each task once, each within one task of its share by capacity
+    (``|n - 14 * capacity / threads| < 1``)."""
+    capacity = [ledger.capacity[m] for m in members]
+    threads = sum(capacity)
+
+    def done() -> bool:
+        runs = [m.tasks().active for m in members]
+        shared = sum(map(len, runs)) == len(ALL) == len(frozenset().union(*runs))
+        return shared and all(abs(len(r) * threads - len(ALL) * c) < threads for r, c in zip(runs, capacity))
+
+    return done
+
+
+@pytest.fixture
+def embedded() -> Iterator[EmbeddedCoordinator]:
+    with EmbeddedCoordinator(config=CONFIG) as running:
+        yield running
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+def three(embedded: EmbeddedCoordinator, ledger: Ledger) -> Iterator[dict[str, StreamsGroupMember]]:
+    """a and b (one thread each) and c (two threads), settled: 3 or 4, 4 or 3, and 7 of the 14
+    tasks (which of a and b rounds 3.5 up depends on who joined when)."""
+    members = {
+        "a": ledger.member(embedded.bootstrap_servers, "a"),
+        "b": ledger.member(embedded.bootstrap_servers, "b"),
+        "c": ledger.member(embedded.bootstrap_servers, "c", capacity=2),
+    }
+    try:
+        settle(list(members.values()), balanced(list(members.values()), ledger), ledger)
+        assert len(members["c"].tasks().active) == 7
+        assert [m.group_protocol for m in members.values()] == ["incremental"] * 3
+        assert all(m.generation().generation_id > 0 for m in members.values())  # the member epoch
+        yield members
+    finally:
+        for member in members.values():
+            member.close()
+
+
+def test_members_settle_balanced_by_capacity(three: dict[str, StreamsGroupMember]) -> None:
+    assert frozenset().union(*(m.tasks().active for m in three.values())) == ALL
+    assert sorted(len(m.tasks().active) for m in three.values()) == [3, 4, 7]
+    # Each member runs tasks of several subtopologies, not one block.
+    assert all(len({t.subtopology for t in m.tasks().active}) >= 2 for m in three.values())
+
+
+def test_a_newcomer_takes_tasks_while_the_others_keep_running_theirs(
+    embedded: EmbeddedCoordinator, three: dict[str, StreamsGroupMember], ledger: Ledger
+) -> None:
+    before = {name: m.tasks().active for name, m in three.items()}
+    t_join = ledger.now()
+    d = ledger.member(embedded.bootstrap_servers, "d", capacity=2)
+    try:
+        members = [*three.values(), d]
+        settle(members, balanced(members, ledger), ledger)
+        # 14 tasks over 6 threads: 2.33 (a, b) and 4.67 (c, d); the leftover tasks stay with c
+        # and with whichever of a and b holds more, so d takes 4 and c gives up 2.
+        assert len(d.tasks().active) == 4 and len(three["c"].tasks().active) == 5
+        for name, member in three.items():
+            kept = member.tasks().active
+            assert kept <= before[name], ledger.timeline()  # gained nothing
+            # Revoked exactly what moved and not one task it keeps: no group-wide stop.
+            assert ledger.since(t_join, name, "revoked") == before[name] - kept, ledger.timeline()
+            assert not ledger.since(t_join, name, "lost")
+        moved = frozenset().union(*(ledger.since(t_join, name, "revoked") for name in three))
+        assert d.tasks().active == moved == ledger.since(t_join, "d", "assigned")
+        assert not ledger.since(t_join, "d", "revoked")
+        runs = {**three, "d": d}
+        before_lines = "\n".join(f"{name} ran {words(before[name])}" for name in three)
+        after_lines = "\n".join(f"{name} runs {words(m.tasks().active)}" for name, m in runs.items())
+        # docs/streams.md shows one:
+        print(f"\n{before_lines}\nd joins at 0 s:\n{ledger.timeline(t_join)}\n{after_lines}")
+    finally:
+        d.close()
+
+
+def test_a_member_closing_hands_its_tasks_to_the_others(
+    three: dict[str, StreamsGroupMember], ledger: Ledger
+) -> None:
+    before = {name: m.tasks().active for name, m in three.items()}
+    t_close = ledger.now()
+    three["a"].close()
+    assert ledger.since(t_close, "a", "revoked") == before["a"]  # stopped before it left
+    rest = {name: three[name] for name in ("b", "c")}
+    settle(list(rest.values()), balanced(list(rest.values()), ledger), ledger)  # 4.67 and 9.33
+    for name, member in rest.items():
+        assert before[name] <= member.tasks().active  # kept all of its own
+        assert not ledger.since(t_close, name, "revoked")
+    assert frozenset().union(*(ledger.since(t_close, name, "assigned") for name in rest)) == before["a"]
+
+
+def test_incremental_mode_has_no_lags_warmups_or_probing_rebalances(
+    embedded: EmbeddedCoordinator, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def lags() -> dict[TaskId, int]:
+        asked.append("lags")
+        return {}
+
+    config = AssignmentConfig(num_standby_replicas=1, max_warmup_replicas=4, probing_rebalance_interval_ms=1)
+    members = [
+        ledger.member(
+            embedded.bootstrap_servers, name, config=config, task_lags=lags, warmup_check_interval_ms=1
+        )
+        for name in ("a", "b")
+    ]
+    for member in members:
+        monkeypatch.setattr(member, "request_rejoin", asked.append)
+    try:
+        settle(members, balanced(members, ledger), ledger)
+        end = time.monotonic() + 0.3  # a probing rebalance or a warmup check would have come by now
+        while time.monotonic() < end:
+            for member in members:
+                member.poll(0.02)
+        assert asked == []
+        assert all(m.tasks() == MemberTasks(m.tasks().active) for m in members)
+    finally:
+        for member in members:
+            member.close()
+
+
+# --- the classic fallback on Apache Kafka --------------------------------------------------------
+
+
+def test_on_kafka_members_fall_back_to_the_classic_protocol(
+    kafka: KafkaCluster, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Lags of 0: both members are caught up on every task, so the classic assignor balances
+    # them at once (cooperatively: revoked from one member, then given to the other).
+    options: dict[str, Any] = {
+        "task_lags": lambda: dict.fromkeys(ALL, 0),
+        "heartbeat_interval_ms": 300,
+        "group": "streams-incremental-fallback",
+    }
+    with caplog.at_level(logging.WARNING, logger="coordinator_api.membership"):
+        members = [ledger.member(kafka.bootstrap_servers, name, **options) for name in ("ka", "kb")]
+        try:
+            settle(members, balanced(members, ledger), ledger, timeout=60)
+            assert [m.group_protocol for m in members] == ["classic", "classic"]
+        finally:
+            for member in members:
+                member.close()
+    fallbacks = [r for r in caplog.records if "does not serve the incremental protocol" in r.getMessage()]
+    assert len(fallbacks) == 2, caplog.text
