@@ -296,6 +296,11 @@ class Coordinator(abc.ABC):
         return session.resource_owners() if session is not None else {}
 
     @property
+    def session_timeout_ms(self) -> int:
+        """How long the coordinator may wait for this member's heartbeat (its setting)."""
+        return self._settings.session_timeout_ms
+
+    @property
     def group_protocol(self) -> str:
         """The group protocol this member speaks: ``classic``, ``consumer`` or ``incremental``
         (until the member first joins, the one asked for; ``incremental`` then becomes

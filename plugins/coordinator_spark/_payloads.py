@@ -12,8 +12,10 @@ from coordinator_api import PayloadError, decode, encode, payload
 __all__ = [
     "ALLOCATOR",
     "PROTOCOL_TYPE",
+    "SERVER_ASSIGNOR",
     "SlotAssignment",
     "SlotMetadata",
+    "SlotProfile",
     "describe_assignment",
     "describe_metadata",
 ]
@@ -21,6 +23,8 @@ __all__ = [
 PROTOCOL_TYPE = "spark-executor"
 ALLOCATOR = "weighted-sticky"
 """The protocol name members offer in JoinGroup: the allocator the leader runs."""
+SERVER_ASSIGNOR = "weighted-sticky"
+"""The server-side assignor members of the incremental protocol ask the coordinator for."""
 
 
 @payload(version=1)
@@ -47,6 +51,28 @@ class SlotMetadata:
     slot: str
     owned: tuple[int, ...]
     owned_generation: int
+    attempt: int
+
+
+@payload(version=1)
+@dataclass(frozen=True)
+class SlotProfile:
+    """What a member of the incremental protocol tells the coordinator's assignor about itself
+    (``GroupSubscription.metadata``). Every heartbeat carries it and a change starts a new group
+    epoch, so it holds only what stays put for the member's life: no units (the coordinator
+    knows which it gave), no slot name.
+
+    :ivar executor_id: the Spark executor it runs on (``"driver"`` in local mode).
+    :ivar host: that executor's host.
+    :ivar cores: the cores its task holds: the assignor's weight for the member.
+    :ivar memory_mb: the executor's memory, as far as the task can tell (0 when unknown).
+    :ivar attempt: the Spark task attempt number of the member's task.
+    """
+
+    executor_id: str
+    host: str
+    cores: int
+    memory_mb: int
     attempt: int
 
 
@@ -102,15 +128,29 @@ def _indices(units: tuple[int, ...]) -> str:
 
 
 def describe_metadata(protocol: str, data: bytes) -> str:
-    """``executor 3 on host-a, 2 core(s), 4096 MB, slot 3#0; owns 2 unit(s): 4, 9 (generation 5)``"""
-    meta = decode(SlotMetadata, data)
-    words = f"executor {meta.executor_id} on {meta.host or '?'}, {meta.cores} core(s)"
-    if meta.memory_mb:
-        words += f", {meta.memory_mb} MB"
+    """``executor 3 on host-a, 2 core(s), 4096 MB, slot 3#0; owns 2 unit(s): 4, 9 (generation 5)``;
+    a member of the incremental protocol's :class:`SlotProfile`: ``executor 3 on host-a, 2
+    core(s), 4096 MB``."""
+    try:
+        meta = decode(SlotMetadata, data)
+    except PayloadError as not_classic:
+        try:
+            profile = decode(SlotProfile, data)
+        except PayloadError:
+            raise not_classic from None
+        return _executor_words(profile.executor_id, profile.host, profile.cores, profile.memory_mb)
+    words = _executor_words(meta.executor_id, meta.host, meta.cores, meta.memory_mb)
     if meta.slot:
         words += f", slot {meta.slot}"
     if meta.owned:
         words += f"; owns {_indices(meta.owned)} (generation {meta.owned_generation})"
+    return words
+
+
+def _executor_words(executor_id: str, host: str, cores: int, memory_mb: int) -> str:
+    words = f"executor {executor_id} on {host or '?'}, {cores} core(s)"
+    if memory_mb:
+        words += f", {memory_mb} MB"
     return words
 
 

@@ -2,10 +2,11 @@
 
 The driver starts an embedded coordinator (unless given a Kafka cluster), a result collector
 and one Spark job of ``slots`` long-lived tasks. Each task joins the job's ``spark-executor``
-group, processes the units the leader allocates to it, hands each result to the driver's
-collector and then commits the unit's completion, fenced by its generation. The driver watches
-the committed offsets for progress and, once every unit is committed, tells the tasks to end
-and builds the output from the commits: one row per unit, the delivery the commit names.
+group, processes the units the leader allocates to it (with ``group_protocol="incremental"``,
+those the coordinator's assignor gives it), hands each result to the driver's collector and
+then commits the unit's completion, fenced by its generation. The driver watches the committed
+offsets for progress and, once every unit is committed, tells the tasks to end and builds the
+output from the commits: one row per unit, the delivery the commit names.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ __all__ = ["Completion", "Distribution", "Progress", "distribute"]
 
 # The embedded coordinator's default bound on a topic's partitions: one partition per unit.
 _MAX_UNITS = CoordinatorConfig().max_partitions_per_topic
+
+_GROUP_PROTOCOLS = ("classic", "incremental")
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +257,7 @@ def distribute(
     progress_interval: float = 5.0,
     timeout: float | None = None,
     allocator: str = ALLOCATOR,
+    group_protocol: str = "classic",
 ) -> Distribution:
     """Process ``units`` on the Spark cluster, balanced by weight, sticky, surviving executor loss.
 
@@ -289,6 +293,13 @@ def distribute(
     :param allocator: the allocator, by the name a plugin registered it under for protocol type
         ``spark-executor`` (default the built-in :func:`allocate`); the plugin must be installed
         where the executors run.
+    :param group_protocol: ``"classic"`` (the default: the leader allocates, rebalances are
+        eager) or ``"incremental"``: the coordinator allocates with its server-side assignor
+        (:func:`~coordinator_spark.assign_units`) and each member reconciles on its own, so
+        members whose units stay never stop when another joins or leaves. The assignor sees
+        neither the units' weights and hosts nor which are done, and ``placement`` is not used.
+        A coordinator that does not serve it (a Kafka cluster) gets the classic protocol, with
+        a warning in the log (docs/spark.md, "Incremental rebalancing").
     :raises ConfigurationError: invalid arguments (the message says which).
     :raises DistributeError: the Spark job failed, or its tasks ended with units undone.
     """
@@ -298,6 +309,10 @@ def distribute(
         raise ConfigurationError(f"distribute needs a SparkSession, got {type(spark).__name__}")
     if not callable(process):
         raise ConfigurationError(f"process must be callable, got {process!r}")
+    if group_protocol not in _GROUP_PROTOCOLS:
+        raise ConfigurationError(
+            f"group_protocol must be one of {', '.join(map(repr, _GROUP_PROTOCOLS))}, got {group_protocol!r}"
+        )
     group_id = f"spark-{uuid.uuid4().hex[:16]}"
     installed_plugins().assignors.choose(PROTOCOL_TYPE, allocator, group_id=group_id, what="allocator")
     listed = _as_units(units)
@@ -335,6 +350,10 @@ def distribute(
                 # Tasks start within a second or so of each other: one rebalance for all of them.
                 initial_rebalance_delay_ms=200,
                 min_session_timeout_ms=min(1_000, session_timeout_ms),
+                # The incremental protocol: the coordinator sets the session and the heartbeat
+                # interval; the job's own settings.
+                consumer_group_session_timeout_ms=session_timeout_ms,
+                consumer_group_heartbeat_interval_ms=heartbeat_interval_ms,
             ),
         ).start()
         bootstrap_servers = embedded.bootstrap_servers
@@ -357,6 +376,7 @@ def distribute(
                 "heartbeat_interval_ms": heartbeat_interval_ms,
                 "rebalance_timeout_ms": int(max_unit_seconds * 1000),
                 "allocator": allocator,
+                "group_protocol": group_protocol,
             },
         )
         committed, seconds = _run(
