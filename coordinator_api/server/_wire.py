@@ -62,6 +62,8 @@ from coordinator_api.server._messages import (
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribedPartitions,
     DescribeGroups,
     DescribeGroupsResult,
@@ -873,6 +875,31 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
 
 
+def _described_group(g: DescribedConsumerGroup) -> dict[str, Any]:
+    """The fields ConsumerGroupDescribe and GroupDescribe share, of one group."""
+    return {
+        "error_code": g.error,
+        "error_message": g.message,
+        "group_id": g.group_id,
+        "group_state": g.state,
+        "group_epoch": g.group_epoch,
+        "assignment_epoch": g.assignment_epoch,
+        "assignor_name": g.assignor_name,
+    }
+
+
+def _described_member(m: DescribedConsumerMember) -> dict[str, Any]:
+    """The fields ConsumerGroupDescribe and GroupDescribe share, of one member."""
+    return {
+        "member_id": m.member_id,
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "member_epoch": m.member_epoch,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+    }
+
+
 def _group_describe_response(result: ConsumerGroupDescribeResult) -> Any:
     group_cls = GroupDescribeResponse.DescribedGroup
     member_cls = group_cls.Member
@@ -885,22 +912,11 @@ def _group_describe_response(result: ConsumerGroupDescribeResult) -> Any:
         throttle_time_ms=0,
         groups=[
             group_cls(
-                error_code=g.error,
-                error_message=g.message,
-                group_id=g.group_id,
+                **_described_group(g),
                 protocol_type=g.protocol_type if g.error is ErrorCode.NONE else "",
-                group_state=g.state,
-                group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch,
-                assignor_name=g.assignor_name,
                 members=[
                     member_cls(
-                        member_id=m.member_id,
-                        instance_id=m.instance_id,
-                        rack_id=m.rack_id,
-                        member_epoch=m.member_epoch,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
+                        **_described_member(m),
                         subscribed=list(m.subscribed_topic_names),
                         metadata=m.metadata,
                         assignment=resources(m.assignment),
@@ -933,21 +949,10 @@ def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResul
         throttle_time_ms=0,
         groups=[
             group_cls(
-                error_code=g.error,
-                error_message=g.message,
-                group_id=g.group_id,
-                group_state=g.state,
-                group_epoch=g.group_epoch,
-                assignment_epoch=g.assignment_epoch,
-                assignor_name=g.assignor_name,
+                **_described_group(g),
                 members=[
                     member_cls(
-                        member_id=m.member_id,
-                        instance_id=m.instance_id,
-                        rack_id=m.rack_id,
-                        member_epoch=m.member_epoch,
-                        client_id=m.client_id,
-                        client_host=m.client_host,
+                        **_described_member(m),
                         subscribed_topic_names=list(m.subscribed_topic_names),
                         subscribed_topic_regex=m.subscribed_topic_regex,
                         assignment=assignment(m.assignment),
