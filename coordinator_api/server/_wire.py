@@ -650,13 +650,7 @@ def to_response(frame: Frame, result: Result) -> Any:
     v = frame.api_version
     if isinstance(result, ConsumerGroupHeartbeatResult) and frame.api_key == ApiKey.GROUP_HEARTBEAT:
         return GroupHeartbeatResponse(
-            version=v,
-            throttle_time_ms=0,
-            error_code=result.error,
-            error_message=result.message,
-            member_id=result.member_id,
-            member_epoch=result.member_epoch,
-            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            **_heartbeat_answer(v, result),
             assignment=None
             if result.assignment is None
             else GroupHeartbeatResponse.Assignment(
@@ -675,13 +669,7 @@ def to_response(frame: Frame, result: Result) -> Any:
     if isinstance(result, ConsumerGroupHeartbeatResult):
         heartbeat_partitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
         return ConsumerGroupHeartbeatResponse(
-            version=v,
-            throttle_time_ms=0,
-            error_code=result.error,
-            error_message=result.message,
-            member_id=result.member_id,
-            member_epoch=result.member_epoch,
-            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            **_heartbeat_answer(v, result),
             assignment=None
             if result.assignment is None
             else ConsumerGroupHeartbeatResponse.Assignment(
@@ -873,6 +861,19 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
             )
         )
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
+
+
+def _heartbeat_answer(v: int, result: ConsumerGroupHeartbeatResult) -> dict[str, Any]:
+    """The fields ConsumerGroupHeartbeat's and GroupHeartbeat's answers share."""
+    return {
+        "version": v,
+        "throttle_time_ms": 0,
+        "error_code": result.error,
+        "error_message": result.message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval_ms": result.heartbeat_interval_ms,
+    }
 
 
 def _described_group(g: DescribedConsumerGroup) -> dict[str, Any]:
