@@ -9,6 +9,7 @@ GroupHeartbeat: no resource is ever owned by two members, and the group settles.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -19,9 +20,18 @@ from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
 from hypothesis import settings
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 from kafka_tools import _call, _connect
-from test_consumer_group import CONFIG, Coordinator, Member, Reconciliation
+from test_consumer_group import CONFIG, Member, Reconciliation
+from test_consumer_group import Coordinator as ConsumerGroupsHarness
 
-from coordinator_api import AssignmentSpec, EmbeddedCoordinator
+from coordinator_api import (
+    AssignmentSpec,
+    ConfigurationError,
+    Coordinator,
+    EmbeddedCoordinator,
+    GroupSubscription,
+    GroupTimeoutError,
+    JoinedMember,
+)
 from coordinator_api._plugins import Resource, ServerAssignor
 from coordinator_api._protocol import MAX_GROUP_RESOURCES, ApiKey, ErrorCode
 from coordinator_api.server._messages import (
@@ -59,7 +69,7 @@ def to_the_chosen(members: Sequence[AssignmentSpec], counts: Mapping[str, int]) 
 ASSIGNORS: dict[str, ServerAssignor] = {"uniform": SERVER_ASSIGNORS["uniform"], "chosen": to_the_chosen}
 
 
-class Tasks(Coordinator):
+class Tasks(ConsumerGroupsHarness):
     """The consumer tests' coordinator, with a protocol type ``tasks`` whose members declare
     resource groups."""
 
@@ -349,3 +359,67 @@ def test_the_coordinator_serves_group_heartbeat_on_the_wire(coordinator: Embedde
         assert heartbeat(-1, None).error_code == ErrorCode.NONE
     finally:
         sock.close()
+
+
+# --- the member side's checks ----------------------------------------------------------------
+
+
+class Tasker(Coordinator):
+    """A member of protocol type ``tasks`` that declares what it is given."""
+
+    def __init__(self, *args: Any, subscription: GroupSubscription | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subscription = subscription or GroupSubscription(resources={"work": 2})
+
+    def protocol_type(self) -> str:
+        return TYPE
+
+    def metadata(self) -> list[tuple[str, bytes]]:
+        return [("tasks", b"")]
+
+    def perform_assignment(
+        self, leader_id: str, protocol: str, members: list[JoinedMember]
+    ) -> dict[str, bytes]:
+        return {}
+
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        pass
+
+    def group_subscription(self) -> GroupSubscription:
+        return self.subscription
+
+
+@pytest.mark.parametrize(
+    ("resources", "message"),
+    [
+        ({"": 1}, "resource group names must be non-empty strings"),
+        ({"work": 0}, "count must be an integer >= 1"),
+        ({"work": True}, "count must be an integer >= 1"),
+        ({"work": MAX_GROUP_RESOURCES + 1}, f"at most {MAX_GROUP_RESOURCES} resources"),
+    ],
+)
+def test_a_subscription_is_checked_when_it_is_made(resources: dict[str, int], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        GroupSubscription(resources=resources)
+
+
+def test_a_member_asking_for_the_wrong_protocol_or_declaring_nothing_is_told_so_at_once() -> None:
+    consumer_style = Tasker("g", "127.0.0.1:9", group_protocol="consumer")
+    with pytest.raises(ConfigurationError, match="group_protocol='incremental'"):
+        consumer_style.poll(0)
+    nothing = Tasker("g", "127.0.0.1:9", group_protocol="incremental", subscription=GroupSubscription())
+    with pytest.raises(ConfigurationError, match="must declare its resources"):
+        nothing.poll(0)
+
+
+def test_a_member_that_cannot_ask_the_coordinator_which_protocol_it_serves_says_so_in_time() -> None:
+    # Nothing listens on port 9: the member cannot learn whether GroupHeartbeat is served.
+    member = Tasker("g", "127.0.0.1:9", group_protocol="incremental", request_timeout_ms=1000)
+    started = time.monotonic()
+    try:
+        with pytest.raises(GroupTimeoutError, match="which group protocol it serves within 1000 ms"):
+            member.poll(0)
+        assert time.monotonic() - started < 10
+        assert member.group_protocol == "incremental"  # not decided: asked again at the next poll
+    finally:
+        member.close()
