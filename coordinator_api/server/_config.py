@@ -41,6 +41,15 @@ class CoordinatorConfig:
         connection.
     :param connections_max_idle_ms: ``connections.max.idle.ms``: a connection silent this
         long, including one stalled inside a request, is closed.
+    :param queued_max_request_bytes: ``queued.max.request.bytes``: the most bytes of requests
+        all connections together may hold in memory (partial requests being read, and requests
+        read but not yet answered). Over it, connections holding more than
+        ``small_request_bytes`` stop being read until it is under again, so a few clients
+        sending huge requests cannot take the server's memory, while small requests (a
+        heartbeat) are still read. Kafka's default is unbounded; 256 MiB here.
+    :param small_request_bytes: how much a connection may always hold, whatever the budget.
+    :param max_connections_per_ip: ``max.connections.per.ip``: more connections from one
+        client address are closed at once (Kafka's default is unbounded; 4,096 here).
     :param request_arrival_timeout_ms: a request whose first bytes have arrived must arrive
         whole within this long, or its connection is closed: a client trickling a byte at a
         time into a frame it never finishes would otherwise hold the connection and its buffer
@@ -80,6 +89,9 @@ class CoordinatorConfig:
     max_partitions_per_topic: int = 100_000
     auto_create_topics: bool = False
     max_request_bytes: int = 104_857_600
+    queued_max_request_bytes: int = 256 * 1024 * 1024
+    small_request_bytes: int = 65_536
+    max_connections_per_ip: int = 4096
     connections_max_idle_ms: int = 600_000
     request_arrival_timeout_ms: int = 30_000
     heartbeat_hold_ms: int = 5000
@@ -128,6 +140,20 @@ class CoordinatorConfig:
             )
         if self.max_request_bytes < 1024:
             raise ConfigurationError(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
+        if self.queued_max_request_bytes < self.max_request_bytes:
+            raise ConfigurationError(
+                "queued_max_request_bytes must be at least max_request_bytes (one request must fit), "
+                f"got {self.queued_max_request_bytes} < {self.max_request_bytes}"
+            )
+        if not 1024 <= self.small_request_bytes <= self.max_request_bytes:
+            raise ConfigurationError(
+                "small_request_bytes must be between 1024 and max_request_bytes, "
+                f"got {self.small_request_bytes}"
+            )
+        if self.max_connections_per_ip < 1:
+            raise ConfigurationError(
+                f"max_connections_per_ip must be at least 1, got {self.max_connections_per_ip}"
+            )
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> CoordinatorConfig:

@@ -114,6 +114,11 @@ class CoordinatorServer:
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: set[_Connection] = set()
+        self._per_address: collections.Counter[str] = collections.Counter()
+        # Bytes of requests held by all connections (queued.max.request.bytes), and the
+        # connections not read for now because they hold a large share of them.
+        self.held_request_bytes = 0
+        self._over_budget: set[_Connection] = set()
         self._inflight: dict[int, tuple[_Connection, _wire.Frame]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
@@ -371,8 +376,37 @@ class CoordinatorServer:
         if ref in self._inflight:
             self._apply(self.state.release(ref, self._now_ms()))
 
+    def connection_opened(self, conn: _Connection) -> bool:
+        """Count a new connection; False (and it must close) if its address has too many."""
+        self._connections.add(conn)
+        self._per_address[conn.client_host] += 1
+        return self._per_address[conn.client_host] <= self.config.max_connections_per_ip
+
+    def hold_request_bytes(self, conn: _Connection, delta: int) -> None:
+        """``conn`` holds ``delta`` more (or fewer) bytes of requests. Over the budget, a
+        connection holding more than ``small_request_bytes`` is not read; under it again,
+        those are read again."""
+        self.held_request_bytes += delta
+        budget = self.config.queued_max_request_bytes
+        if self.held_request_bytes > budget and conn.held_bytes > self.config.small_request_bytes:
+            self._over_budget.add(conn)
+            conn.update_reading()
+        elif self.held_request_bytes <= budget and self._over_budget:
+            waiting, self._over_budget = self._over_budget, set()
+            for other in waiting:
+                other.update_reading()
+
+    def over_budget(self, conn: _Connection) -> bool:
+        return conn in self._over_budget
+
     def connection_closed(self, conn: _Connection) -> None:
+        if conn in self._connections:
+            self._per_address[conn.client_host] -= 1
+            if not self._per_address[conn.client_host]:
+                del self._per_address[conn.client_host]
         self._connections.discard(conn)
+        self._over_budget.discard(conn)
+        self.hold_request_bytes(conn, -conn.held_bytes)
         ref = conn.busy_ref
         if ref is not None and self._inflight.pop(ref, None) is not None:
             self._apply(self.state.abandon(ref, self._now_ms()))
@@ -395,6 +429,7 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._queue: collections.deque[bytes] = collections.deque()
+        self.held_bytes = 0  # of the buffer and the queue, counted in the server's budget
         self._reading_paused = False
         self._writing_paused = False
         self.busy_ref: int | None = None  # a request parked in the state machine
@@ -408,12 +443,17 @@ class _Connection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.client_host = f"/{peer[0]}" if peer else ""
-        self._server._connections.add(self)
+        if not self._server.connection_opened(self):
+            self.close(
+                f"more than {self._server.config.max_connections_per_ip} connections from this address"
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         self._queue.clear()
+        self._buffer.clear()
         self._server.connection_closed(self)
+        self.held_bytes = 0
 
     def close(self, reason: str) -> None:
         if self._transport is not None:
@@ -444,18 +484,38 @@ class _Connection(asyncio.Protocol):
             del self._buffer[: 4 + size]
             # The next request, if any of it is here, starts arriving now.
             self.frame_started_ms = self.last_activity_ms if self._buffer else None
+        self._count_held()
         if self._queue and self.busy_ref is not None:
             # A held heartbeat must not delay what the client sends next.
             self._server.release(self.busy_ref)
         self._process()
-        # Like a Kafka broker, read no further while a request waits: pipelined requests stay in
-        # the socket, so a connection holds at most one request beyond the one being served.
-        if self._queue and not self._reading_paused and self._transport is not None:
+        self.update_reading()
+
+    def _count_held(self) -> None:
+        held = len(self._buffer) + sum(map(len, self._queue))
+        delta, self.held_bytes = held - self.held_bytes, held
+        if delta:
+            self._server.hold_request_bytes(self, delta)
+
+    def update_reading(self) -> None:
+        """Read from the socket unless a request waits to be served (like a Kafka broker:
+        pipelined requests stay in the socket, so a connection holds at most one request beyond
+        the one being served) or the server is over its budget of request bytes."""
+        if self._transport is None:
+            return
+        waiting = bool(self._queue)
+        pause = waiting or self._server.over_budget(self)
+        if pause and not self._reading_paused:
             self._transport.pause_reading()
             self._reading_paused = True
-            # The rest of a request cannot arrive while nothing is read: its clock restarts
-            # with the next bytes read.
-            self.frame_started_ms = None
+            if waiting:
+                # The rest of a request cannot arrive while nothing is read: its clock restarts
+                # with the next bytes read. (Over the budget it keeps running: a partial request
+                # must not hold its bytes forever.)
+                self.frame_started_ms = None
+        elif not pause and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
 
     def _process(self) -> None:
         # Re-entrant calls (a reply sent while routing a request) return here at once; the
@@ -471,6 +531,7 @@ class _Connection(asyncio.Protocol):
                 and self._transport is not None
             ):
                 payload = self._queue.popleft()
+                self._count_held()
                 try:
                     self._server.handle_frame(self, payload)
                 except _wire.MalformedRequest as exc:
@@ -483,9 +544,7 @@ class _Connection(asyncio.Protocol):
                     return
         finally:
             self._processing = False
-        if self._reading_paused and not self._queue and self._transport is not None:
-            self._transport.resume_reading()
-            self._reading_paused = False
+        self.update_reading()
 
     def finish(self, frame: _wire.Frame, response: Any) -> None:
         """Send the answer to the current request (a response, its encoding, or None for no

@@ -1317,3 +1317,62 @@ def test_a_request_that_never_finishes_arriving_is_cut_off_however_it_trickles()
         assert cut >= 1.0, (cut, sent)
         busy = connect()  # everyone else is served as usual
         api_versions_round_trip(busy)
+
+
+def test_all_connections_together_hold_no_more_request_bytes_than_the_budget() -> None:
+    # Eight clients each announce a request of the maximum size and send most of it, never the
+    # rest: without a budget the server would hold 8 x 7 MiB. Over 16 MiB it stops reading
+    # those connections (small requests are still read), until their arrival deadline cuts
+    # them off; a bystander's round trips stay quick throughout.
+    limit = 8 * MiB
+    config = {
+        "max_request_bytes": limit,
+        "queued_max_request_bytes": 2 * limit,
+        "request_arrival_timeout_ms": 3000,
+    }
+    with server(**config) as (_, connect):
+        checker = connect()
+        api_versions_round_trip(checker)
+        before = rss()
+        chunk = memoryview(b"\x00" * (256 * 1024))
+        senders = []
+        for _ in range(8):
+            sock = connect()
+            sock.sendall(struct.pack(">i", limit) + raw_header(0, 3))
+            sock.setblocking(False)
+            senders.append(sock)
+        sent = [0] * len(senders)
+        progress_at = time.monotonic()
+        while time.monotonic() - progress_at < 0.5:
+            for i, sock in enumerate(senders):
+                if sent[i] >= 7 * MiB:
+                    continue
+                try:
+                    sent[i] += sock.send(chunk)
+                    progress_at = time.monotonic()
+                except BlockingIOError:
+                    pass
+            assert api_versions_round_trip(checker) < HANG_S
+        grown = rss() - before
+        # The server held at most the budget (16 MiB) and a little per connection; the sockets'
+        # buffers hold the rest, what the server stopped reading (without the budget it grows
+        # by all of it, about 56 MiB).
+        assert grown < 2 * limit + 16 * MiB, f"the server grew by {grown / MiB:.0f} MiB"
+        assert api_versions_round_trip(connect()) < HANG_S  # a new client gets in
+        # The partial requests' deadline frees the budget; the server serves on.
+        wait_for(lambda: not any(still_open(s) for s in senders), 10, "the partial requests to be cut off")
+        api_versions_round_trip(checker)
+
+
+def test_more_connections_from_one_address_than_allowed_are_closed_at_once() -> None:
+    with server(max_connections_per_ip=3) as (coordinator, connect):
+        first = [connect() for _ in range(3)]
+        for sock in first:
+            api_versions_round_trip(sock)
+        extra = connect()
+        assert recv_exact(extra, 4) is None  # closed by the server, unanswered
+        for sock in first:
+            api_versions_round_trip(sock)  # the others are served on
+        first.pop().close()
+        wait_for(lambda: server_side_sockets(coordinator.port) <= 2, 5, "the closed connection to go")
+        api_versions_round_trip(connect())
