@@ -122,6 +122,7 @@ class CoordinatorServer:
         self._inflight: dict[int, tuple[_Connection, _wire.Frame]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
+        self._every_topic = _wire.EveryTopicMetadataCache()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._idle_task: asyncio.Task[None] | None = None
@@ -316,7 +317,9 @@ class CoordinatorServer:
                     f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: "
                     f"{exc!r}"
                 ) from exc
-            conn.finish(frame, None if answer is None else _wire.encode(frame, answer))
+            if answer is not None and not isinstance(answer, bytes):
+                answer = _wire.encode(frame, answer)
+            conn.finish(frame, answer)
             return
         ref = next(self._refs)
         self._inflight[ref] = (conn, frame)
@@ -324,7 +327,8 @@ class CoordinatorServer:
         self._apply(self.state.handle(ref, request, self._now_ms()))
 
     def _answer(self, frame: _wire.Frame, message: Any) -> Any:
-        """The answer to a request the shell handles itself (None: no answer is expected)."""
+        """The answer to a request the shell handles itself (None: no answer is expected; bytes:
+        already encoded)."""
         key = ApiKey(frame.api_key)
         if key is ApiKey.API_VERSIONS:
             return _wire.api_versions_response(frame.api_version)
@@ -361,15 +365,21 @@ class CoordinatorServer:
                 if allowed and name is not None and self.state.topic(name) is None:
                     self.create_topic(name, self.config.default_num_partitions)
         topics: dict[str, Topic] = {t.name: t for t in self.state.topics()}
-        return _wire.metadata_response(
-            frame.api_version,
-            message,
-            topics,
-            node_id=self.config.node_id,
-            host=self._advertised_host,
-            port=self.port,
-            cluster_id=self.config.cluster_id,
-        )
+
+        def make() -> Any:
+            return _wire.metadata_response(
+                frame.api_version,
+                message,
+                topics,
+                node_id=self.config.node_id,
+                host=self._advertised_host,
+                port=self.port,
+                cluster_id=self.config.cluster_id,
+            )
+
+        if _wire.asks_for_every_topic(frame.api_version, message):
+            return self._every_topic.response(frame, len(topics), make)
+        return make()
 
     def release(self, ref: int) -> None:
         """The client of a request held in the state machine sent another one."""

@@ -232,7 +232,7 @@ def metadata_response(
 ) -> Any:
     partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
     listed = []
-    if request.topics is None or (version == 0 and not request.topics):
+    if asks_for_every_topic(version, request):
         names = sorted(topics)
     else:
         # v10+ may ask by topic id (KIP-516), as KIP-848 clients do for their assigned topics.
@@ -293,6 +293,32 @@ def metadata_response(
         topics=listed,
         authorized_operations=None,
     )
+
+
+def asks_for_every_topic(version: int, request: Any) -> bool:
+    """Whether a Metadata request asks for every topic (null; an empty list before v1)."""
+    return request.topics is None or (version == 0 and not request.topics)
+
+
+class EveryTopicMetadataCache:
+    """Metadata for every topic is the largest answer (a line per partition: 0.7 s of encoding
+    at 100,000 partitions) and the same bytes for every client while no topic is added (topics
+    are never deleted or changed here). This keeps its encoding per version, with the number of
+    topics it was made for, and puts each request's correlation id in; a new topic makes it
+    again. So clients asking for it over and over cost a copy each, and cannot hold the event
+    loop that serves everyone's heartbeats."""
+
+    def __init__(self) -> None:
+        self._encoded: dict[int, tuple[int, bytes]] = {}
+
+    def response(self, frame: Frame, topic_count: int, make: Callable[[], Any]) -> bytes:
+        cached = self._encoded.get(frame.api_version)
+        if cached is None or cached[0] != topic_count:
+            cached = (topic_count, encode(Frame(frame.api_key, frame.api_version, 0), make()))
+            self._encoded[frame.api_version] = cached
+        framed = bytearray(cached[1])
+        _CORRELATION_ID.pack_into(framed, 4, frame.correlation_id)
+        return bytes(framed)
 
 
 def find_coordinator_response(version: int, request: Any, *, node_id: int, host: str, port: int) -> Any:

@@ -54,7 +54,7 @@ from kafka.protocol.consumer import (
     SyncGroupResponse,
 )
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
 
@@ -1376,3 +1376,38 @@ def test_more_connections_from_one_address_than_allowed_are_closed_at_once() -> 
         first.pop().close()
         wait_for(lambda: server_side_sockets(coordinator.port) <= 2, 5, "the closed connection to go")
         api_versions_round_trip(connect())
+
+
+def test_clients_flooding_metadata_for_every_topic_do_not_stall_a_healthy_group() -> None:
+    # A topic of 50,000 partitions makes Metadata for every topic the server's most expensive
+    # answer (about 0.3 s to encode here). Twenty clients pipeline 50 such requests each and never
+    # read: encoded once per request, that is minutes of event-loop time, and the bystander's
+    # sessions would run out; encoded once and copied, its heartbeats stay quick.
+    with server(max_partitions_per_topic=50_000) as (_, connect):
+        bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=BYSTANDER_SESSION_MS))
+        sock = connect()
+        topic_cls = CreateTopicsRequest.CreatableTopic
+        created = call(
+            sock,
+            CreateTopicsRequest(
+                version=2,
+                topics=[
+                    topic_cls(
+                        name="wide", num_partitions=50_000, replication_factor=1, assignments=[], configs=[]
+                    )
+                ],
+                timeout_ms=1000,
+                validate_only=False,
+            ),
+            CreateTopicsResponse,
+        )
+        assert [t.error_code for t in created.topics] == [NONE]
+        bystander.start()
+        every_topic = b"".join(encode(MetadataRequest(version=9, topics=None), i) for i in range(50))
+        flooders = [connect() for _ in range(20)]
+        for flooder in flooders:
+            flooder.sendall(every_topic)
+        time.sleep(3)  # the bystander heartbeats every 0.1 s meanwhile
+        bystander.finish()
+        answer = MetadataResponse.decode(recv_frame(flooders[0]), version=9, header=True)
+        assert sum(len(t.partitions) for t in answer.topics) == 50_000 + 12
