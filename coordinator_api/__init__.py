@@ -44,7 +44,7 @@ from coordinator_api._plugins import (
 )
 from coordinator_api._signals import exit_on_sigterm
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, TlsSettings
 
 __all__ = [
     "NO_GENERATION",
@@ -82,6 +82,7 @@ __all__ = [
     "PluginRegistry",
     "ProtocolRegistry",
     "ServerAssignorRegistry",
+    "TlsSettings",
     "decode",
     "decode_members",
     "encode",

@@ -16,6 +16,7 @@ from coordinator_api.server._messages import (
 )
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._state import GroupCoordinator
+from coordinator_api.server._tls import TlsSettings
 
 __all__ = [
     "CoordinatorConfig",
@@ -25,4 +26,5 @@ __all__ = [
     "GroupCoordinator",
     "GroupState",
     "MembershipEvent",
+    "TlsSettings",
 ]

@@ -13,6 +13,7 @@ from typing import final
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._server import CoordinatorServer
+from coordinator_api.server._tls import TlsSettings
 
 
 @final
@@ -32,6 +33,7 @@ class EmbeddedCoordinator:
     :param topics: topics to declare (name -> partition count).
     :param fresh_start: start empty even though ``data_dir`` held state whose database is
         missing, empty or damaged (the old database is kept aside, never deleted).
+    :param tls: speak TLS (:class:`~coordinator_api.server.TlsSettings`); None: plaintext.
     """
 
     def __init__(
@@ -43,9 +45,16 @@ class EmbeddedCoordinator:
         data_dir: str | Path | None = None,
         topics: Mapping[str, int] | None = None,
         fresh_start: bool = False,
+        tls: TlsSettings | None = None,
     ) -> None:
         self._server = CoordinatorServer(
-            host=host, port=port, config=config, data_dir=data_dir, topics=topics, fresh_start=fresh_start
+            host=host,
+            port=port,
+            config=config,
+            data_dir=data_dir,
+            topics=topics,
+            fresh_start=fresh_start,
+            tls=tls,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

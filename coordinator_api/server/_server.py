@@ -35,6 +35,7 @@ from coordinator_api.server._messages import (
 )
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
+from coordinator_api.server._tls import TlsSettings
 
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
@@ -84,6 +85,8 @@ class CoordinatorServer:
         FindCoordinator); defaults to ``host``, or 127.0.0.1 when listening on all addresses.
     :param fresh_start: start empty even though ``data_dir`` held state whose database is
         missing, empty or damaged (the old database is kept aside, never deleted).
+    :param tls: speak TLS on the listener (Kafka's ``SSL`` security protocol), with these
+        certificates; None: plaintext.
     """
 
     def __init__(
@@ -96,8 +99,10 @@ class CoordinatorServer:
         topics: Mapping[str, int] | None = None,
         advertised_host: str | None = None,
         fresh_start: bool = False,
+        tls: TlsSettings | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
+        self.tls = tls
         self.host = host
         self._requested_port = port
         self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
@@ -161,7 +166,10 @@ class CoordinatorServer:
             self.create_topic(name, partitions)
         try:
             self._server = await self._loop.create_server(
-                lambda: _Connection(self), self.host, self._requested_port
+                lambda: _Connection(self),
+                self.host,
+                self._requested_port,
+                ssl=self.tls.context() if self.tls is not None else None,
             )
         except OSError as exc:
             raise CoordinatorStartError(
@@ -171,19 +179,23 @@ class CoordinatorServer:
         self.port = self._server.sockets[0].getsockname()[1]
         self._idle_task = asyncio.create_task(self._close_idle_connections())
         log.info(
-            "coordinator listening on %s:%d, advertised to clients as %s (data dir: %s)",
+            "coordinator listening on %s:%d (%s), advertised to clients as %s (data dir: %s)",
             self.host,
             self.port,
+            "SSL" if self.tls is not None else "PLAINTEXT",
             self.bootstrap_servers,
             self._data_dir or "none, state in memory",
         )
-        if not _is_loopback(self.host):
+        authenticated = self.tls is not None and self.tls.client_auth == "required"
+        if not _is_loopback(self.host) and not authenticated:
             log.warning(
-                "listening on %s, beyond this machine, with no TLS and no authentication: anyone who "
+                "listening on %s, beyond this machine, with %s and no client authentication: anyone who "
                 "can reach port %d can list and describe every group, join, leave or fence any member, "
-                "and read or overwrite any committed offset. Listen on 127.0.0.1 (the default), or "
-                "allow only trusted hosts to reach this port.",
+                "and read or overwrite any committed offset. Listen on 127.0.0.1 (the default), require "
+                "client certificates (TLS client_auth='required'), or allow only trusted hosts to reach "
+                "this port.",
                 self.host or "all addresses",
+                "TLS" if self.tls is not None else "no TLS",
                 self.port,
             )
 

@@ -1,0 +1,163 @@
+"""The embedded coordinator over TLS (Kafka's SSL security protocol), with real clients:
+librdkafka and this project's member in one group, kafka-python's admin client, each verifying
+the server's certificate; client certificates when the listener requires them. Certificates
+come from a test CA (trustme)."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+from confluent_kafka import Consumer
+from coordinator_consumer import ConsumerGroupMember
+from kafka.admin import KafkaAdminClient
+
+from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, TlsSettings
+
+CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=0)
+# ApiVersions v0, correlation id 1, no client id: the smallest request a client sends first.
+API_VERSIONS_V0 = b"\x00\x00\x00\x0a" + b"\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff"
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def pki(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The CA, the server's certificate for 127.0.0.1 and a client's, as PEM files."""
+    folder = tmp_path_factory.mktemp("pki")
+    server = ca.issue_cert("127.0.0.1")
+    client = ca.issue_cert("client@example.com", common_name="client")
+    files = {"ca": folder / "ca.pem", "server": folder / "server.pem", "client": folder / "client.pem"}
+    ca.cert_pem.write_to_path(files["ca"])
+    server.private_key_and_cert_chain_pem.write_to_path(files["server"])
+    client.private_key_and_cert_chain_pem.write_to_path(files["client"])
+    return files
+
+
+@pytest.fixture
+def tls_coordinator(pki: dict[str, Path]) -> Iterator[EmbeddedCoordinator]:
+    tls = TlsSettings(certfile=pki["server"])
+    with EmbeddedCoordinator(topics={"t": 4}, config=CONFIG, tls=tls) as running:
+        yield running
+
+
+def wait_for_assignment(
+    poll: Callable[[], object], assigned: Callable[[], bool], what: str, timeout: float = 30
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not assigned():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        poll()
+
+
+def test_librdkafka_and_our_member_share_a_group_and_kafka_python_sees_it_over_tls(
+    tls_coordinator: EmbeddedCoordinator, pki: dict[str, Path]
+) -> None:
+    bootstrap = tls_coordinator.bootstrap_servers
+    ca_file = str(pki["ca"])
+    # One protocol both members support: range.
+    ours = ConsumerGroupMember(
+        "secure", bootstrap, topics=["t"], assignor="range", security_protocol="SSL", ssl_cafile=ca_file
+    )
+    rdkafka = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "secure",
+            "security.protocol": "ssl",
+            "ssl.ca.location": ca_file,
+            "partition.assignment.strategy": "range",
+            "log_level": 0,
+        }
+    )
+    try:
+        rdkafka.subscribe(["t"])
+
+        def poll() -> None:
+            ours.poll(0.05)
+            rdkafka.poll(0.05)
+
+        def split() -> bool:
+            owned = [
+                *(p for _, p in ours.assignment()),
+                *(p.partition for p in rdkafka.assignment()),
+            ]
+            return sorted(owned) == [0, 1, 2, 3] and len(ours.assignment()) > 0
+
+        wait_for_assignment(poll, split, "both clients to share the topic over TLS")
+        # kafka-python's admin client sees the group over TLS too.
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, security_protocol="SSL", ssl_cafile=ca_file)
+        try:
+            assert [g["group_id"] for g in admin.list_groups()] == ["secure"]
+        finally:
+            admin.close()
+    finally:
+        ours.close()
+        rdkafka.close()
+
+
+def test_a_plaintext_client_is_refused_and_the_listener_serves_on(
+    tls_coordinator: EmbeddedCoordinator, pki: dict[str, Path]
+) -> None:
+    host, port = tls_coordinator.bootstrap_servers.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as plain:
+        plain.sendall(API_VERSIONS_V0)
+        assert plain.recv(4096)[:1] in (b"", b"\x15")  # closed, or a TLS alert: never an answer
+    member = ConsumerGroupMember(
+        "after",
+        tls_coordinator.bootstrap_servers,
+        topics=["t"],
+        security_protocol="SSL",
+        ssl_cafile=str(pki["ca"]),
+    )
+    try:
+        wait_for_assignment(lambda: member.poll(0.05), lambda: len(member.assignment()) == 4, "a TLS member")
+    finally:
+        member.close()
+
+
+def test_client_certificates_when_the_listener_requires_them(ca: trustme.CA, pki: dict[str, Path]) -> None:
+    tls = TlsSettings(certfile=pki["server"], cafile=pki["ca"], client_auth="required")
+    with EmbeddedCoordinator(topics={"t": 2}, config=CONFIG, tls=tls) as coordinator:
+        host, port = coordinator.bootstrap_servers.rsplit(":", 1)
+        anonymous = ssl.create_default_context(cafile=str(pki["ca"]))
+        with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+            api_versions_without_a_certificate(anonymous, host, int(port))
+        member = ConsumerGroupMember(
+            "certified",
+            coordinator.bootstrap_servers,
+            topics=["t"],
+            security_protocol="SSL",
+            ssl_cafile=str(pki["ca"]),
+            ssl_certfile=str(pki["client"]),
+        )
+        try:
+            wait_for_assignment(lambda: member.poll(0.05), lambda: len(member.assignment()) == 2, "a member")
+        finally:
+            member.close()
+
+
+def api_versions_without_a_certificate(context: ssl.SSLContext, host: str, port: int) -> None:
+    with (
+        socket.create_connection((host, port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=host) as wrapped,
+    ):
+        wrapped.sendall(API_VERSIONS_V0)
+        if not wrapped.recv(4):  # with TLS 1.3 the refusal comes at the first read
+            raise ConnectionResetError("closed")
+
+
+def test_unusable_tls_settings_are_refused_in_one_line(pki: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match=r"TLS: cannot use .*missing\.pem"):
+        TlsSettings(certfile=tmp_path / "missing.pem")
+    with pytest.raises(ConfigurationError, match="needs cafile"):
+        TlsSettings(certfile=pki["server"], client_auth="required")
+    with pytest.raises(ConfigurationError, match="client_auth must be one of none, requested, required"):
+        TlsSettings(certfile=pki["server"], client_auth="always")  # type: ignore[arg-type]
