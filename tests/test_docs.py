@@ -188,6 +188,14 @@ def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
     assert printed is not None and result.stdout == printed.group(1)
 
 
+def test_asyncio_guide_runs_as_written(tmp_path: Path) -> None:
+    (code,) = python_blocks("asyncio.md")
+    result = run_block(tmp_path / "service.py", code)
+    assert result.returncode == 0, result.stderr
+    printed = re.search(r"which prints\n\n```text\n(.*?)```", (DOCS / "asyncio.md").read_text(), re.DOTALL)
+    assert printed is not None and result.stdout == printed.group(1)
+
+
 def test_streams_guide_runs_as_written(tmp_path: Path) -> None:
     (code,) = python_blocks("streams.md")
     result = run_block(tmp_path / "streams.py", code)
@@ -201,7 +209,13 @@ def test_the_runnable_examples_pass_mypy_strict_as_user_code(tmp_path: Path) -> 
     # py.typed, found as an installed (not editable) coordinator-api puts them on the path.
     root = DOCS.parent
     files = []
-    for page, count in (("quickstart.md", 1), ("leader.md", 3), ("streams.md", 1), ("spark.md", 1)):
+    for page, count in (
+        ("quickstart.md", 1),
+        ("leader.md", 3),
+        ("asyncio.md", 1),
+        ("streams.md", 1),
+        ("spark.md", 1),
+    ):
         blocks = python_blocks(page)
         assert len(blocks) == count, page
         for index, code in enumerate(blocks):
