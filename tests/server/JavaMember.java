@@ -7,7 +7,7 @@
 // revocation is reported before the member rejoins), commit results when --commit-every-ms is
 // set, and with --read the records it consumed (committed synchronously after each poll).
 // --group-protocol consumer uses KIP-848's protocol; with it, --pattern REGEX subscribes to the
-// topics the coordinator finds matching (instead of --topic).
+// topics the coordinator finds matching (instead of --topic). --ssl-ca CA.pem connects over TLS.
 // SIGTERM closes the consumer gracefully (LeaveGroup); the process ends by itself when its
 // parent is gone.
 
@@ -101,6 +101,12 @@ public class JavaMember {
             props.put("group.remote.assignor", args.get("remote-assignor"));
         }
         if (args.containsKey("instance-id")) props.put("group.instance.id", args.get("instance-id"));
+        // --ssl-ca CA.pem: TLS (security.protocol=SSL), the server's certificate checked against it.
+        if (args.containsKey("ssl-ca")) {
+            props.put("security.protocol", "SSL");
+            props.put("ssl.truststore.type", "PEM");
+            props.put("ssl.truststore.location", args.get("ssl-ca"));
+        }
 
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
         CountDownLatch closed = new CountDownLatch(1);

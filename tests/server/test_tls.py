@@ -16,6 +16,7 @@ import trustme
 from confluent_kafka import Consumer
 from coordinator_consumer import ConsumerGroupMember
 from kafka.admin import KafkaAdminClient
+from member_processes import MemberProcess, owned_exactly_once, wait_for
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, TlsSettings
 
@@ -161,3 +162,25 @@ def test_unusable_tls_settings_are_refused_in_one_line(pki: dict[str, Path], tmp
         TlsSettings(certfile=pki["server"], client_auth="required")
     with pytest.raises(ConfigurationError, match="client_auth must be one of none, requested, required"):
         TlsSettings(certfile=pki["server"], client_auth="always")  # type: ignore[arg-type]
+
+
+def test_apache_kafkas_java_consumer_joins_over_tls(
+    tls_coordinator: EmbeddedCoordinator, pki: dict[str, Path]
+) -> None:
+    # A PEM truststore (Kafka's ssl.truststore.type=PEM); Java checks the host name too.
+    members = [
+        MemberProcess(
+            "java",
+            tls_coordinator.bootstrap_servers,
+            f"tls-{i}",
+            group="java-tls",
+            topic="t",
+            ssl_ca=pki["ca"],
+        )
+        for i in range(2)
+    ]
+    try:
+        wait_for(lambda: owned_exactly_once(members, 4), 60, "two Java consumers to share the topic over TLS")
+    finally:
+        for member in members:
+            member.terminate()
