@@ -1,312 +1,236 @@
-"""The main job on one machine: an embedded coordinator and a group of real member processes.
+"""``coordinator-api demo``: one embedded coordinator, and real member processes of every
+built-in plugin put through what production does to them, narrated as it happens.
 
-``coordinator-api demo`` starts the embedded coordinator and member processes, each a
-:class:`~coordinator_api.Coordinator` in its own interpreter that owns a share of 12 partitions
-and works on them. It then puts the group through what production does to it: a member killed
-with SIGKILL (its session expires), a member paused past its session and resumed (it learns it
-lost its partitions before acting again, then rejoins), and a graceful leave. After each change
-it waits until every partition is owned by exactly one live member, and at the end it prints
-the coordinator's membership log and checks that no partition was worked on by two members at
-the same time.
+1. ``coordinator``: a custom :class:`~coordinator_api.Coordinator` (members owning a share of
+   12 partitions): a member SIGKILLed (its session expires), one paused with SIGSTOP past its
+   session and resumed (it learns it lost its partitions before acting again, then rejoins),
+   one stopped gracefully; after each change every partition is owned by exactly one live
+   member, and no partition is worked on by two members at once.
+2. ``leader``: a ``coordinator_leader.LeaderElection`` among 3 candidate processes; the leader
+   SIGKILLed (crash failover once its session expires), then the next one stopped gracefully
+   (immediate failover); exactly one leader at a time, epochs growing.
+3. ``consumer``: a ``coordinator_consumer.ConsumerGroupMember`` group of Kafka 4's incremental
+   protocol (KIP-848) whose members come and go; members keep the partitions that do not move.
+4. ``streams``: a ``coordinator_streams.StreamsGroupMember`` group of simulated applications
+   scaling out from 2 to 4 instances: the newcomers warm up before they take tasks over.
+5. ``spark``: ``coordinator_spark.distribute`` on ``local[2]`` spreading weighted work with one
+   executor task killed (skipped, saying why, without pyspark or Java, or with ``--no-spark``).
+
+Then a table of the timings measured. Ctrl-C or SIGTERM stops every process the demo started.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
+import argparse
+import contextlib
 import logging
-import os
-import queue
 import signal
-import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import partial
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
-from coordinator_api._coordinator import Coordinator
-from coordinator_api._payload import decode, encode, payload
-from coordinator_api._types import JoinedMember
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, MembershipEvent
+from coordinator_api._demo_fleet import Context, DemoError, Fleet, MembershipRecorder, Narrator, Timing
+from coordinator_api._demo_parts import (
+    CONSUMER_GROUP,
+    CONSUMER_PARTITIONS,
+    CONSUMER_TOPIC,
+    GROUP,
+    LEADER_GROUP,
+    STREAMS_GROUP,
+    run_consumer,
+    run_coordinator,
+    run_leader,
+    run_streams,
+)
+from coordinator_api._signals import exit_on_sigterm
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
 
-GROUP = "demo"
-SESSION_TIMEOUT_MS = 3000
+PARTS = ("coordinator", "leader", "consumer", "streams", "spark")
+
+_GROUPS = {"coordinator": GROUP, "leader": LEADER_GROUP, "consumer": CONSUMER_GROUP, "streams": STREAMS_GROUP}
+
+CONFIG = CoordinatorConfig(
+    # A new group's first rebalance waits this long for more members (Kafka's default is 3 s).
+    initial_rebalance_delay_ms=500,
+    min_session_timeout_ms=1000,
+    # The incremental protocol's groups (the consumer part): the coordinator sets these.
+    consumer_group_session_timeout_ms=3000,
+    consumer_group_heartbeat_interval_ms=500,
+)
 
 
-@payload(version=1)
-@dataclass(frozen=True)
-class _Share:
-    partitions: tuple[int, ...]
-
-
-class PartitionOwner(Coordinator):
-    """A member that owns a share of ``partitions`` partitions, round robin by member id."""
-
-    def __init__(self, name: str, bootstrap_servers: str, partitions: int) -> None:
-        super().__init__(
-            GROUP,
-            bootstrap_servers,
-            client_id=name,
-            session_timeout_ms=SESSION_TIMEOUT_MS,
-            heartbeat_interval_ms=500,
-            rebalance_timeout_ms=10_000,
+def parse_parts(text: str) -> tuple[str, ...]:
+    """``--only leader,consumer`` -> the parts, in the demo's order."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in PARTS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give one or more of {', '.join(PARTS)}, separated by commas"
         )
-        self.name = name
-        self.partitions = partitions
-        self.owned: tuple[int, ...] = ()
-
-    def protocol_type(self) -> str:
-        return "demo-partitions"
-
-    def metadata(self) -> list[tuple[str, bytes]]:
-        return [("round-robin", b"")]
-
-    def perform_assignment(
-        self, leader_id: str, protocol: str, members: list[JoinedMember]
-    ) -> dict[str, bytes]:
-        ids = sorted(m.member_id for m in members)
-        return {
-            member_id: encode(_Share(tuple(range(i, self.partitions, len(ids)))))
-            for i, member_id in enumerate(ids)
-        }
-
-    def on_join_prepare(self, generation: int, member_id: str) -> None:
-        self._report("revoked", generation=generation, partitions=list(self.owned))
-        self.owned = ()
-
-    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
-        self.owned = decode(_Share, assignment).partitions
-        self._report("assigned", generation=generation, partitions=list(self.owned))
-
-    def on_lost(self, reason: str) -> None:
-        # Runs on the heartbeat thread, e.g. right after a pause: stop working at once.
-        self._report("lost", partitions=list(self.owned), reason=reason)
-
-    def _report(self, event: str, **fields: Any) -> None:
-        print(json.dumps({"t": time.time(), "member": self.name, "event": event, **fields}), flush=True)
+    return tuple(part for part in PARTS if part in names)
 
 
-def member_main(bootstrap_servers: str, name: str, partitions: int) -> None:
-    """One member process: join, then work on the owned partitions while the lease holds."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    member = PartitionOwner(name, bootstrap_servers, partitions)
-    parent = os.getppid()
-    while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
-        member.poll(0.1)
-        generation = member.generation_if_stable()
-        if generation is not None and member.owned:
-            member._report("worked", generation=generation.generation_id, partitions=list(member.owned))
-    member.close()
+def run_demo(
+    *,
+    members: int = 3,
+    partitions: int = 12,
+    only: Sequence[str] | None = None,
+    spark: bool = True,
+    describe: bool = False,
+) -> int:
+    """Run the demo; return 0 when every part behaved as its plugin promises, 1 otherwise.
 
-
-@dataclass
-class _Member:
-    name: str
-    process: subprocess.Popen[str]
-    partitions: list[int] = field(default_factory=list)
-    reports: list[dict[str, Any]] = field(default_factory=list)
-    alive: bool = True
-    paused: bool = False
-
-
-class _Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: list[tuple[float, MembershipEvent]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        doc = getattr(record, "membership_event", None)
-        if doc is not None:
-            self.events.append((record.created, MembershipEvent(**doc)))
-
-
-def _start_member(
-    bootstrap: str, name: str, partitions: int, reports: queue.Queue[dict[str, Any]]
-) -> _Member:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "coordinator_api._demo", bootstrap, name, str(partitions)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-    def pump() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            reports.put(json.loads(line))
-
-    threading.Thread(target=pump, daemon=True).start()
-    return _Member(name, process)
-
-
-def _drain(members: dict[str, _Member], reports: queue.Queue[dict[str, Any]], timeout: float) -> None:
-    try:
-        report = reports.get(timeout=timeout)
-    except queue.Empty:
-        return
-    member = members[str(report["member"])]
-    member.reports.append(report)
-    if report["event"] == "assigned":
-        member.partitions = list(report["partitions"])
-    elif report["event"] in ("revoked", "lost"):
-        member.partitions = []
-
-
-def _await(
-    members: dict[str, _Member],
-    reports: queue.Queue[dict[str, Any]],
-    done: Callable[[], bool],
-    timeout_s: float,
-) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not done():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        _drain(members, reports, min(remaining, 0.2))
-    return True
-
-
-def _owned_exactly_once(members: dict[str, _Member], partitions: int, alive: int) -> bool:
-    live = [m for m in members.values() if m.alive]
-    owned = sorted(p for m in live for p in m.partitions)
-    return len(live) == alive and owned == list(range(partitions)) and all(m.partitions for m in live)
-
-
-def _overlaps(members: dict[str, _Member]) -> list[str]:
-    """Partitions two members worked on at the same time, from their ``worked`` reports."""
-    spans: dict[int, list[tuple[float, float, str]]] = {}
-    for m in members.values():
-        first_last: dict[tuple[int, int], list[float]] = {}
-        for r in m.reports:
-            if r["event"] == "worked":
-                for p in r["partitions"]:
-                    span = first_last.setdefault((p, r["generation"]), [r["t"], r["t"]])
-                    span[1] = r["t"]
-        for (p, _generation), (start, end) in first_last.items():
-            spans.setdefault(p, []).append((start, end, m.name))
-    problems = []
-    for p, intervals in sorted(spans.items()):
-        intervals.sort()
-        for (_s1, e1, m1), (s2, _e2, m2) in itertools.pairwise(intervals):
-            if m1 != m2 and s2 <= e1:
-                problems.append(f"partition {p}: {m1} and {m2}")
-    return problems
-
-
-def _show(title: str, members: dict[str, _Member]) -> None:
-    print(f"\n== {title}")
-    for m in members.values():
-        state = "paused" if m.paused else "running" if m.alive else "gone"
-        print(f"   {m.name:<10} {state:<8} partitions {m.partitions}")
-
-
-def run_demo(*, members: int = 3, partitions: int = 12) -> int:
-    """Run the demo; return 0 when every step behaved as the group protocol promises."""
+    :param members: member processes of the custom Coordinator's group (at least 3).
+    :param partitions: partitions they share (at least ``members``).
+    :param only: the parts to run (default: all of :data:`PARTS`).
+    :param spark: False skips the Spark part.
+    :param describe: print the ``coordinator-api groups`` commands that inspect the demo's
+        groups while it runs.
+    """
     if members < 3 or partitions < members:
         print("the demo needs at least 3 members and as many partitions as members", file=sys.stderr)
         return 2
-    recorder = _Recorder()
+    parts = tuple(only) if only else PARTS
+    narrator = Narrator()
+    started = time.monotonic()
+    main_thread = threading.current_thread() is threading.main_thread()
+    saved_signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main_thread else {}
+    if main_thread:
+        exit_on_sigterm()  # SIGTERM runs the cleanup below, as Ctrl-C does
     membership_log = logging.getLogger("coordinator_api.server.membership")
-    # The demo prints the log itself at the end, whatever --log-level says.
     saved_level, saved_propagate = membership_log.level, membership_log.propagate
-    membership_log.addHandler(recorder)
-    membership_log.setLevel(logging.INFO)
-    membership_log.propagate = False
-    config = CoordinatorConfig(initial_rebalance_delay_ms=500, min_session_timeout_ms=1000)
-    reports: queue.Queue[dict[str, Any]] = queue.Queue()
-    ok = True
-    started = time.time()
-    try:
-        with EmbeddedCoordinator(config=config) as coordinator:
+    fleet: Fleet | None = None
+    ctx: Context | None = None
+    coordinator = EmbeddedCoordinator(config=CONFIG, topics={CONSUMER_TOPIC: CONSUMER_PARTITIONS})
+    results: list[tuple[str, bool | None]] = []
+    with tempfile.TemporaryDirectory(prefix="coordinator-api-demo-") as tmp:
+        workdir = Path(tmp)
+        recorder = MembershipRecorder(lambda event: fleet.coordinator_event(event) if fleet else None)
+        try:
+            # The demo narrates the membership events itself, whatever --log-level says.
+            membership_log.addHandler(recorder)
+            membership_log.setLevel(logging.INFO)
+            membership_log.propagate = False
+            coordinator.start()
             bootstrap = coordinator.bootstrap_servers
-            print(f"embedded coordinator on {bootstrap}; group {GROUP!r} shares {partitions} partitions")
-            group = {
-                f"member-{i}": _start_member(bootstrap, f"member-{i}", partitions, reports)
-                for i in range(1, members + 1)
-            }
-            victim, sleeper, leaver = f"member-{members}", f"member-{members - 1}", f"member-{members - 2}"
-
-            def kill() -> None:
-                group[victim].process.kill()
-                group[victim].alive = False
-                group[victim].partitions = []
-
-            def pause() -> None:
-                group[sleeper].process.send_signal(signal.SIGSTOP)
-                group[sleeper].alive = False  # for the group, until it is back
-                group[sleeper].paused = True
-
-            def resume() -> None:
-                group[sleeper].process.send_signal(signal.SIGCONT)
-                group[sleeper].alive = True
-                group[sleeper].paused = False
-
-            def leave() -> None:
-                group[leaver].process.terminate()
-                group[leaver].alive = False
-                group[leaver].partitions = []
-
-            steps: list[tuple[str, Callable[[], None], int]] = [
-                ("all members joined", lambda: None, members),
-                (f"{victim} killed with SIGKILL (its session expires)", kill, members - 1),
-                (f"{sleeper} paused with SIGSTOP past its session", pause, members - 2),
-                (f"{sleeper} resumed: it reports its partitions lost, then rejoins", resume, members - 1),
-                (f"{leaver} stopped gracefully (LeaveGroup)", leave, members - 2),
-            ]
-            try:
-                for title, action, alive in steps:
-                    t0 = time.monotonic()
-                    action()
-                    if action is resume:
-                        ok = ok and _await(
-                            group,
-                            reports,
-                            lambda: any(r["event"] == "lost" for r in group[sleeper].reports),
-                            60,
-                        )
-                    settled = _await(
-                        group, reports, partial(_owned_exactly_once, group, partitions, alive), 60
+            fleet = Fleet(bootstrap, narrator, workdir)
+            ctx = Context(bootstrap, fleet, narrator, workdir, recorder)
+            narrator.line(
+                f"coordinator-api demo: an embedded coordinator on {bootstrap} (this machine only) and "
+                f"real member processes of each built-in plugin; parts: {', '.join(parts)}"
+            )
+            if describe:
+                _describe(narrator, bootstrap, parts)
+            for index, name in enumerate(parts, 1):
+                narrator.part(index, len(parts), name, _title(name, members, partitions))
+                if describe and name in _GROUPS:
+                    narrator.detail(
+                        f"inspect: coordinator-api groups {_GROUPS[name]} --bootstrap-server {bootstrap}"
                     )
-                    verdict = "settled" if settled else "DID NOT SETTLE"
-                    _show(f"{title}: {verdict} in {time.monotonic() - t0:.1f} s", group)
-                    ok = ok and settled
-                _await(group, reports, lambda: False, 1.0)  # collect the last reports
-            finally:
-                for m in group.values():
-                    if m.process.poll() is None:
-                        m.process.send_signal(signal.SIGCONT)
-                        m.process.terminate()
-                for m in group.values():
-                    m.process.wait(timeout=30)
+                results.append((name, _run_part(ctx, name, members, partitions, spark)))
+                fleet.on_report = fleet.on_coordinator_event = None
+        except (KeyboardInterrupt, SystemExit):
+            print("\ncoordinator-api demo: interrupted; stopping its processes", file=sys.stderr, flush=True)
+            raise
+        finally:
+            with _signals_held(main_thread):
+                for cleanup in reversed(ctx.cleanups if ctx else []):
+                    with contextlib.suppress(Exception):
+                        cleanup()
+                if fleet is not None:
+                    fleet.stop_quietly()
+                coordinator.close()
+                membership_log.removeHandler(recorder)
+                membership_log.setLevel(saved_level)
+                membership_log.propagate = saved_propagate
+            for sig, handler in saved_signals.items():
+                signal.signal(sig, handler)
+    assert ctx is not None
+    return _summary(narrator, ctx.timings, results, time.monotonic() - started)
+
+
+def _run_part(ctx: Context, name: str, members: int, partitions: int, spark: bool) -> bool | None:
+    """Run one part; a :class:`DemoError` fails the part, not the demo."""
+    from coordinator_api._demo_spark import run_spark
+
+    runners: dict[str, Callable[[], bool | None]] = {
+        "coordinator": lambda: run_coordinator(ctx, members, partitions),
+        "leader": lambda: run_leader(ctx),
+        "consumer": lambda: run_consumer(ctx),
+        "streams": lambda: run_streams(ctx),
+        "spark": lambda: run_spark(ctx, spark),
+    }
+    try:
+        ok = runners[name]()
+        ctx.fleet.stop()  # whatever the part left running
+    except DemoError as exc:
+        ctx.narrator.verdict(False, str(exc))
+        ok = False
+        ctx.fleet.stop_quietly()
+    return ok
+
+
+def _title(name: str, members: int, partitions: int) -> str:
+    return {
+        "coordinator": f"a custom Coordinator, {members} member processes sharing {partitions} partitions "
+        f"(group {GROUP!r})",
+        "leader": f"leader election among 3 candidate processes (coordinator_leader, group {LEADER_GROUP!r})",
+        "consumer": "a consumer group on Kafka 4's incremental protocol, KIP-848, members coming and going "
+        f"(coordinator_consumer, group {CONSUMER_GROUP!r}, topic {CONSUMER_TOPIC!r} of "
+        f"{CONSUMER_PARTITIONS} partitions)",
+        "streams": f"a streams group scaling out from 2 to 4 instances with warmups (coordinator_streams, "
+        f"group {STREAMS_GROUP!r})",
+        "spark": "a Spark job spreading weighted work over local[2], one executor task killed "
+        "(coordinator_spark.distribute)",
+    }[name]
+
+
+def _describe(narrator: Narrator, bootstrap: str, parts: Sequence[str]) -> None:
+    narrator.line("inspect the demo's groups with the CLI while it runs (in another terminal):")
+    narrator.detail(f"coordinator-api groups --bootstrap-server {bootstrap}")
+    for part in parts:
+        if part in _GROUPS:
+            narrator.detail(f"coordinator-api groups {_GROUPS[part]} --bootstrap-server {bootstrap}")
+    if "spark" in parts:
+        narrator.detail("(the Spark job's group, spark-<id>, is in the list while the job runs)")
+
+
+def _summary(
+    narrator: Narrator, timings: list[Timing], results: list[tuple[str, bool | None]], took: float
+) -> int:
+    narrator.line()
+    narrator.outcome("timings measured")
+    rows = [("part", "measured", "value"), *((t.part, t.measure, t.value) for t in timings)]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    for part, measure, value in rows:
+        narrator.detail(f"{part:<{widths[0]}}  {measure:<{widths[1]}}  {value:>9}")
+    narrator.outcome("verdicts")
+    for name, ok in results:
+        narrator.detail(f"{name:<12} {'skipped' if ok is None else 'ok' if ok else 'FAILED'}")
+    failed = [name for name, ok in results if ok is False]
+    narrator.line()
+    if failed:
+        narrator.line(f"FAILED: {', '.join(failed)} (see above); {took:.0f} s in all")
+        return 1
+    narrator.line(f"OK: every part behaved as its plugin promises ({took:.0f} s in all)")
+    return 0
+
+
+@contextlib.contextmanager
+def _signals_held(main_thread: bool) -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while the demo cleans up, so that none of its processes is left
+    behind by an impatient second Ctrl-C."""
+    if not main_thread:
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in saved:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        yield
     finally:
-        membership_log.removeHandler(recorder)
-        membership_log.setLevel(saved_level)
-        membership_log.propagate = saved_propagate
-    print("\n== coordinator membership log")
-    for created, event in recorder.events:
-        who = f" member={event.member_id}" if event.member_id else ""
-        when = f"+{created - started:6.2f}s"
-        print(f"   {when} {event.kind:<10} generation={event.generation_id}{who} {event.detail}")
-    overlaps = _overlaps(group)
-    worked = sum(1 for m in group.values() for r in m.reports if r["event"] == "worked")
-    print(
-        f"\n== {worked} units of work recorded; partitions worked on by two members at once: {len(overlaps)}"
-    )
-    for problem in overlaps:
-        print(f"   {problem}")
-    ok = ok and not overlaps
-    if ok:
-        print("\nOK: after each change every partition was owned by exactly one live member")
-    else:
-        print("\nFAILED: see above")
-    return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    member_main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+        for s, handler in saved.items():
+            signal.signal(s, handler)

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
+import pty
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,10 +18,12 @@ from pathlib import Path
 import pytest
 from coordinator_consumer import ConsumerGroupMember
 from coordinator_leader import LeaderElection
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.structs import OffsetAndMetadata
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator
-from coordinator_api._cli import build_parser
+from coordinator_api._cli import _groups_shorthand, build_parser, table
 from coordinator_api.testing import KafkaCluster
 
 CLI = [sys.executable, "-m", "coordinator_api"]
@@ -117,6 +123,25 @@ def test_version_and_global_flags_before_or_after_the_command() -> None:
         (["--log-level", "LOUD", "plugins"], "argument --log-level: 'LOUD' is not one of DEBUG, INFO"),
         (["groups", "--timeout-ms", "0"], "argument --timeout-ms: 0 is out of range"),
         (["demo", "--members", "2"], "argument --members: 2 is out of range: give a number from 3 to 50"),
+        (["groups", "describe"], "the following arguments are required: group"),
+        (["groups", "delete"], "the following arguments are required: GROUP"),
+        (
+            ["groups", "reset-offsets", "g", "--topic", "t"],
+            "one of the arguments --to-earliest --to-latest --to-offset is required",
+        ),
+        (["groups", "reset-offsets", "g", "--to-latest"], "the following arguments are required: --topic"),
+        (
+            ["groups", "reset-offsets", "g", "--topic", "t", "--to-offset", "-1"],
+            "argument --to-offset: -1 is out of range: give a number from 0 to 9223372036854775807",
+        ),
+        (
+            ["groups", "reset-offsets", "g", "--topic", "t:0,x", "--to-latest"],
+            "argument --topic: 't:0,x': partitions are whole numbers from 0, separated by commas",
+        ),
+        (
+            ["groups", "reset-offsets", "g", "--topic", "t", "--to-earliest", "--dry-run", "--execute"],
+            "argument --execute: not allowed with argument --dry-run",
+        ),
     ],
 )
 def test_bad_flags_get_one_line_and_status_2(args: list[str], message: str) -> None:
@@ -127,12 +152,19 @@ def test_bad_flags_get_one_line_and_status_2(args: list[str], message: str) -> N
 
 
 def test_every_flag_of_every_command_has_help() -> None:
-    parser = build_parser()
-    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    for name, command in {"": parser, **commands.choices}.items():
+    walked = []
+
+    def walk(name: str, command: argparse.ArgumentParser) -> None:
+        walked.append(name)
         for action in command._actions:
             if action.option_strings:
                 assert action.help, f"coordinator-api {name} {action.option_strings[0]} has no help"
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, parser in action.choices.items():
+                    walk(f"{name} {sub}".strip(), parser)
+
+    walk("", build_parser())
+    assert {"groups list", "groups describe", "groups delete", "groups reset-offsets"} <= set(walked)
 
 
 def test_groups_against_no_server_says_so_in_one_line_within_seconds() -> None:
@@ -142,6 +174,53 @@ def test_groups_against_no_server_says_so_in_one_line_within_seconds() -> None:
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith("coordinator-api: error: no answer from 127.0.0.1:9 within 2000 ms")
+    for action in (
+        ["describe", "g", "--offsets"],
+        ["delete", "g"],
+        ["reset-offsets", "g", "--topic", "t", "--to-offset", "1"],
+    ):
+        result = cli("groups", *action, "--bootstrap-server", "127.0.0.1:9", "--timeout-ms", "300")
+        assert result.returncode == 2
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("coordinator-api: error: no answer from 127.0.0.1:9 within 300 ms"), action
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["groups"], ["groups", "list"]),
+        (["groups", "--json"], ["groups", "list", "--json"]),
+        (["groups", "g", "--json"], ["groups", "describe", "g", "--json"]),
+        (
+            ["--log-level", "debug", "groups", "--bootstrap-server", "h:1", "g"],
+            ["--log-level", "debug", "groups", "describe", "--bootstrap-server", "h:1", "g"],
+        ),
+        (["groups", "--timeout-ms=5", "g"], ["groups", "describe", "--timeout-ms=5", "g"]),
+        (
+            ["groups", "--bootstrap-server", "h:1", "delete", "a"],
+            ["groups", "delete", "--bootstrap-server", "h:1", "a"],
+        ),
+        (["groups", "describe", "list"], ["groups", "describe", "list"]),
+        (["groups", "--", "list"], ["groups", "describe", "--", "list"]),
+        (["groups", "--help"], ["groups", "--help"]),
+        (["topics", "list"], ["topics", "list"]),
+    ],
+)
+def test_groups_alone_lists_and_groups_group_describes(argv: list[str], expected: list[str]) -> None:
+    assert _groups_shorthand(build_parser(), argv) == expected
+
+
+def test_tables_are_aligned_on_a_terminal_and_tab_separated_otherwise() -> None:
+    rows = [("readers", "consumer", "Stable"), ("svc", "-", "Empty")]
+    assert table(("GROUP", "PROTOCOL-TYPE", "STATE"), rows, aligned=False) == (
+        "readers\tconsumer\tStable\nsvc\t-\tEmpty"
+    )
+    assert table(("GROUP", "PROTOCOL-TYPE", "STATE"), rows, aligned=True).splitlines() == [
+        "GROUP    PROTOCOL-TYPE  STATE",
+        "readers  consumer       Stable",
+        "svc      -              Empty",
+    ]
+    assert table(("GROUP",), [], aligned=False) == ""
 
 
 def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
@@ -246,6 +325,265 @@ def test_groups_describes_a_kip848_consumer_group_on_kafka(kafka: KafkaCluster) 
         assert lines[-1] == "    assigned:   cli-t 0-1"
     finally:
         consumer.close()
+
+
+def committed(bootstrap_servers: str, group_id: str) -> dict[tuple[str, int], int]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    try:
+        offsets = admin.list_group_offsets({group_id: None})[group_id]
+    finally:
+        admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
+
+
+def error_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one line a failed command prints, with its exit status 2 and nothing on stdout."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    return line
+
+
+def on_a_terminal(*args: str) -> str:
+    """What the command prints with a terminal as its stdout (a short output: read once it ends)."""
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [*CLI, *args], stdout=follower, stderr=subprocess.PIPE, text=True, timeout=30, check=False
+        )
+    finally:
+        os.close(follower)
+    out = b""
+    try:
+        while chunk := os.read(leader, 65536):
+            out += chunk
+    except OSError:  # EIO: the terminal is closed and drained
+        pass
+    finally:
+        os.close(leader)
+    assert result.returncode == 0, result.stderr
+    return out.decode().replace("\r\n", "\n")
+
+
+def test_groups_list_describe_delete_and_reset_offsets_on_the_embedded_coordinator() -> None:
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0)
+    with EmbeddedCoordinator(topics={"t": 3}, config=config) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        server = ("--bootstrap-server", bootstrap)
+        member = ConsumerGroupMember("readers", bootstrap, topics=["t"])
+        try:
+            deadline = time.monotonic() + 10
+            while len(member.assignment()) < 3:
+                assert time.monotonic() < deadline
+                member.poll(0.05)
+            member.commit({("t", 0): 5, ("t", 1): 7})
+
+            for listing in (cli("groups", "list", *server), cli("groups", *server)):
+                assert (listing.returncode, listing.stdout, listing.stderr) == (
+                    0,
+                    "readers\tconsumer\tStable\n",
+                    "",
+                )
+            assert on_a_terminal("groups", "list", *server) == (
+                "GROUP    PROTOCOL-TYPE  STATE\nreaders  consumer       Stable\n"
+            )
+
+            state = cli("groups", "describe", "readers", "--state", *server)
+            assert state.stdout == (
+                "group readers: Stable, protocol type consumer, protocol cooperative-sticky, 1 member(s)\n"
+            )
+            assert json.loads(cli("groups", "describe", "readers", "--state", "--json", *server).stdout) == {
+                "group_id": "readers",
+                "state": "Stable",
+                "protocol_type": "consumer",
+                "protocol": "cooperative-sticky",
+                "group_epoch": None,
+                "member_count": 1,
+            }
+            whole = cli("groups", "describe", "readers", *server)
+            assert whole.stdout == cli("groups", "readers", *server).stdout
+            assert whole.stdout.startswith(state.stdout) and "    assignment: t 0, 1, 2\n" in whole.stdout
+            document = json.loads(cli("groups", "describe", "readers", "--members", "--json", *server).stdout)
+            assert set(document) == {"group_id", "members"}
+            (described,) = document["members"]
+            member_id, client_id, host = (described[k] for k in ("member_id", "client_id", "client_host"))
+            members = cli("groups", "describe", "readers", "--members", *server)
+            assert members.stdout == f"{member_id}\t-\t{client_id}\t{host}\t-\tt 0, 1, 2\n"
+
+            # Committed offsets, no log-end offset nor lag (no log here), and who owns each.
+            owner = f"{member_id}\t{host}\t{client_id}"
+            offsets = cli("groups", "describe", "readers", "--offsets", *server)
+            assert offsets.stdout.splitlines() == [
+                f"t\t0\t5\t-\t-\t{owner}",
+                f"t\t1\t7\t-\t-\t{owner}",
+                f"t\t2\t-\t-\t-\t{owner}",
+            ]
+            document = json.loads(cli("groups", "describe", "readers", "--offsets", "--json", *server).stdout)
+            assert set(document) == {"group_id", "offsets"}
+            assert document["offsets"][0] == {
+                "topic": "t",
+                "partition": 0,
+                "committed_offset": 5,
+                "log_end_offset": None,
+                "lag": None,
+                "member_id": member_id,
+                "client_id": client_id,
+                "client_host": host,
+            }
+            together = cli("groups", "describe", "readers", "--state", "--members", "--offsets", *server)
+            assert together.stdout == "\n".join([state.stdout, members.stdout, offsets.stdout])
+
+            # A dry run prints the plan and changes nothing; with a live member nothing is committed.
+            plan = cli("groups", "reset-offsets", "readers", "--topic", "t:0,1", "--to-offset", "2", *server)
+            assert (plan.returncode, plan.stdout) == (0, "t\t0\t5\t2\nt\t1\t7\t2\n"), plan.stderr
+            assert committed(bootstrap, "readers") == {("t", 0): 5, ("t", 1): 7}
+            refused = cli(
+                "groups", "reset-offsets", "readers", "--topic", "t", "--to-offset", "2", "--execute", *server
+            )
+            assert error_line(refused) == (
+                "coordinator-api: error: cannot reset the offsets of group 'readers': OffsetCommit "
+                "answered UNKNOWN_MEMBER_ID (offsets are reset only while the group has no active "
+                "members: stop them first)"
+            )
+            no_log = cli("groups", "reset-offsets", "readers", "--topic", "t", "--to-earliest", *server)
+            assert error_line(no_log) == (
+                f"coordinator-api: error: {bootstrap} keeps no log (ListOffsets answered "
+                "INVALID_REQUEST; the embedded coordinator has none), so it has no earliest offset for "
+                "--to-earliest: give the offset with --to-offset N"
+            )
+            unknown_topic = cli(
+                "groups", "reset-offsets", "readers", "--topic", "u", "--to-offset", "0", *server
+            )
+            assert (
+                error_line(unknown_topic)
+                == f"coordinator-api: error: topic 'u' does not exist on {bootstrap}"
+            )
+            no_partition = cli(
+                "groups", "reset-offsets", "readers", "--topic", "t:3", "--to-offset", "0", *server
+            )
+            assert error_line(no_partition) == (
+                "coordinator-api: error: topic 't' has no partition 3 (its partitions: 0-2)"
+            )
+            assert error_line(cli("groups", "delete", "readers", *server)) == (
+                "coordinator-api: error: cannot delete group 'readers': NON_EMPTY_GROUP (it has "
+                "members: stop them first)"
+            )
+            assert committed(bootstrap, "readers") == {("t", 0): 5, ("t", 1): 7}
+        finally:
+            member.close()
+
+        # Without members: the reset commits (and creates a group), delete deletes.
+        executed = cli(
+            "groups",
+            "reset-offsets",
+            "readers",
+            "--topic",
+            "t",
+            "--to-offset",
+            "3",
+            "--execute",
+            "--json",
+            *server,
+        )
+        assert json.loads(executed.stdout) == {
+            "group_id": "readers",
+            "executed": True,
+            "offsets": [
+                {"topic": "t", "partition": 0, "current_offset": 5, "new_offset": 3},
+                {"topic": "t", "partition": 1, "current_offset": 7, "new_offset": 3},
+                {"topic": "t", "partition": 2, "current_offset": None, "new_offset": 3},
+            ],
+        }
+        assert committed(bootstrap, "readers") == {("t", 0): 3, ("t", 1): 3, ("t", 2): 3}
+        created = cli(
+            "groups", "reset-offsets", "list", "--topic", "t:1", "--to-offset", "9", "--execute", *server
+        )
+        assert created.stdout == "t\t1\t-\t9\n", created.stderr
+        assert cli("groups", "describe", "list", "--offsets", *server).stdout == "t\t1\t9\t-\t-\t-\t-\t-\n"
+        assert cli("groups", "list", *server).stdout == "list\t-\tEmpty\nreaders\tconsumer\tEmpty\n"
+        deleted = cli("groups", "delete", "readers", "list", *server)
+        assert (deleted.returncode, deleted.stdout) == (0, "deleted group readers\ndeleted group list\n")
+        gone = cli("groups", "delete", "readers", "--json", *server)
+        assert gone.returncode == 2
+        assert json.loads(gone.stdout) == [{"group_id": "readers", "error": "GROUP_ID_NOT_FOUND"}]
+        assert gone.stderr == (
+            "coordinator-api: error: cannot delete group 'readers': GROUP_ID_NOT_FOUND (no such group)\n"
+        )
+        assert error_line(cli("groups", "describe", "readers", "--offsets", *server)) == (
+            f"coordinator-api: error: group 'readers' does not exist on {bootstrap}"
+        )
+        assert cli("groups", *server).stdout == ""
+
+
+def test_the_groups_examples_of_the_guide_run_as_written() -> None:
+    """docs/coordinator.md's `groups` commands, against a coordinator as `serve --port 9092 --topic
+    events:12` runs it (here on a free port)."""
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "coordinator.md").read_text()
+    section = guide.split("## Groups from the command line", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
+    assert block is not None
+    commands = [shlex.split(line.split("#", 1)[0]) for line in block[1].splitlines()]
+    assert all(argv[:2] == ["coordinator-api", "groups"] for argv in commands) and len(commands) == 9
+    with EmbeddedCoordinator(topics={"events": 12}) as coordinator:
+        printed = [cli(*argv[1:], "--bootstrap-server", coordinator.bootstrap_servers) for argv in commands]
+    assert [(p.returncode, p.stderr) for p in printed] == [(0, "")] * len(commands)
+    assert printed[0].stdout == printed[1].stdout == "events\t0\t-\t5\nevents\t1\t-\t5\n"
+    assert printed[2].stdout == "my-group\t-\tEmpty\n"
+    assert json.loads(printed[7].stdout)["offsets"][1]["committed_offset"] == 5
+    assert printed[8].stdout == "deleted group my-group\n"
+
+
+def test_groups_offsets_show_lag_and_reset_to_the_log_on_kafka(kafka: KafkaCluster) -> None:
+    kafka.create_topic("cli-lag", partitions=2)
+    bootstrap = kafka.bootstrap_servers
+    server = ("--bootstrap-server", bootstrap, "--timeout-ms", "10000")
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")  # the high watermark moves
+    try:
+        for partition, count in ((0, 5), (1, 3)):
+            for _ in range(count):
+                producer.send("cli-lag", b"record", partition=partition)
+        producer.flush(timeout=30)
+    finally:
+        producer.close()
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        errors = admin.alter_group_offsets(
+            "cli-lagging", {TopicPartition("cli-lag", 0): OffsetAndMetadata(2, "", -1)}
+        )
+        assert [e.__name__ for e in errors.values()] == ["NoError"]
+    finally:
+        admin.close()
+
+    offsets = cli("groups", "describe", "cli-lagging", "--offsets", *server)
+    assert offsets.stdout == "cli-lag\t0\t2\t5\t3\t-\t-\t-\n", offsets.stderr
+    (row,) = json.loads(cli("groups", "describe", "cli-lagging", "--offsets", "--json", *server).stdout)[
+        "offsets"
+    ]
+    assert (row["committed_offset"], row["log_end_offset"], row["lag"], row["member_id"]) == (2, 5, 3, None)
+
+    latest = cli(
+        "groups", "reset-offsets", "cli-lagging", "--topic", "cli-lag", "--to-latest", "--execute", *server
+    )
+    assert latest.stdout == "cli-lag\t0\t2\t5\ncli-lag\t1\t-\t3\n", latest.stderr
+    assert committed(bootstrap, "cli-lagging") == {("cli-lag", 0): 5, ("cli-lag", 1): 3}
+    earliest = cli(
+        "groups",
+        "reset-offsets",
+        "cli-lagging",
+        "--topic",
+        "cli-lag:0",
+        "--to-earliest",
+        "--execute",
+        *server,
+    )
+    assert earliest.stdout == "cli-lag\t0\t5\t0\n", earliest.stderr
+    beyond = cli(
+        "groups", "reset-offsets", "cli-lagging", "--topic", "cli-lag:1", "--to-offset", "99", *server
+    )
+    assert beyond.stdout == "cli-lag\t1\t3\t3\n", beyond.stderr  # moved to the log's end, as Kafka's tool
+    assert committed(bootstrap, "cli-lagging") == {("cli-lag", 0): 0, ("cli-lag", 1): 3}
+    deleted = cli("groups", "delete", "cli-lagging", *server)
+    assert deleted.stdout == "deleted group cli-lagging\n", deleted.stderr
 
 
 def test_topics_list_describe_and_create_as_kafka_topics_does() -> None:

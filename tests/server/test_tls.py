@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import socket
 import ssl
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -184,3 +186,40 @@ def test_apache_kafkas_java_consumer_joins_over_tls(
     finally:
         for member in members:
             member.terminate()
+
+
+def test_serve_speaks_tls_with_its_ssl_flags_and_refuses_bad_files_in_one_line(
+    pki: dict[str, Path], tmp_path: Path
+) -> None:
+    cli = [sys.executable, "-m", "coordinator_api"]
+    missing = subprocess.run(
+        [*cli, "serve", "--port", "0", "--ssl-certfile", str(tmp_path / "nope.pem")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2
+    (line,) = missing.stderr.splitlines()
+    assert line.startswith("coordinator-api: error: TLS: cannot use ") and "nope.pem" in line
+    server = subprocess.Popen(
+        [*cli, "serve", "--port", "0", "--topic", "t:2", "--ssl-certfile", str(pki["server"])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        listening = server.stdout.readline()
+        bootstrap = listening.strip().rsplit(" ", 1)[-1]
+        assert listening.startswith("coordinator listening on 127.0.0.1:"), listening
+        member = ConsumerGroupMember(
+            "served", bootstrap, topics=["t"], security_protocol="SSL", ssl_cafile=str(pki["ca"])
+        )
+        try:
+            wait_for_assignment(lambda: member.poll(0.05), lambda: len(member.assignment()) == 2, "a member")
+        finally:
+            member.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
