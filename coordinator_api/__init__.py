@@ -44,7 +44,7 @@ from coordinator_api._plugins import (
 )
 from coordinator_api._signals import exit_on_sigterm
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, TlsSettings
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, SaslSettings, TlsSettings
 
 __all__ = [
     "NO_GENERATION",
@@ -81,6 +81,7 @@ __all__ = [
     "PluginLoadError",
     "PluginRegistry",
     "ProtocolRegistry",
+    "SaslSettings",
     "ServerAssignorRegistry",
     "TlsSettings",
     "decode",

@@ -14,6 +14,7 @@ from coordinator_api.server._messages import (
     GroupState,
     MembershipEvent,
 )
+from coordinator_api.server._sasl import SaslSettings
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._tls import TlsSettings
@@ -26,5 +27,6 @@ __all__ = [
     "GroupCoordinator",
     "GroupState",
     "MembershipEvent",
+    "SaslSettings",
     "TlsSettings",
 ]

@@ -12,6 +12,7 @@ from typing import final
 
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._sasl import SaslSettings
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._tls import TlsSettings
 
@@ -34,6 +35,7 @@ class EmbeddedCoordinator:
     :param fresh_start: start empty even though ``data_dir`` held state whose database is
         missing, empty or damaged (the old database is kept aside, never deleted).
     :param tls: speak TLS (:class:`~coordinator_api.server.TlsSettings`); None: plaintext.
+    :param sasl: clients authenticate first (:class:`~coordinator_api.server.SaslSettings`).
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class EmbeddedCoordinator:
         topics: Mapping[str, int] | None = None,
         fresh_start: bool = False,
         tls: TlsSettings | None = None,
+        sasl: SaslSettings | None = None,
     ) -> None:
         self._server = CoordinatorServer(
             host=host,
@@ -55,6 +58,7 @@ class EmbeddedCoordinator:
             topics=topics,
             fresh_start=fresh_start,
             tls=tls,
+            sasl=sasl,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

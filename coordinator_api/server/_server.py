@@ -33,6 +33,7 @@ from coordinator_api.server._messages import (
     OffsetFetchResult,
     Topic,
 )
+from coordinator_api.server._sasl import AuthenticationFailed, SaslExchange, SaslSettings
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
 from coordinator_api.server._tls import TlsSettings
@@ -42,6 +43,8 @@ membership_log = logging.getLogger("coordinator_api.server.membership")
 
 
 _API_KEY_VALUES = frozenset(ApiKey)
+# What a connection may send before it has authenticated, on a listener with SASL.
+_BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
 def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
@@ -87,6 +90,8 @@ class CoordinatorServer:
         missing, empty or damaged (the old database is kept aside, never deleted).
     :param tls: speak TLS on the listener (Kafka's ``SSL`` security protocol), with these
         certificates; None: plaintext.
+    :param sasl: every connection authenticates first (Kafka's ``SASL_PLAINTEXT``, or
+        ``SASL_SSL`` with ``tls``); None: no authentication.
     """
 
     def __init__(
@@ -100,9 +105,11 @@ class CoordinatorServer:
         advertised_host: str | None = None,
         fresh_start: bool = False,
         tls: TlsSettings | None = None,
+        sasl: SaslSettings | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
         self.tls = tls
+        self.sasl = sasl
         self.host = host
         self._requested_port = port
         self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
@@ -311,6 +318,11 @@ class CoordinatorServer:
                 f"api key {frame.api_key} v{frame.api_version} is not supported "
                 f"(v{api.min_version}-v{api.max_version} are)"
             )
+        if conn.principal is None and key not in _BEFORE_AUTHENTICATION:
+            raise _wire.MalformedRequest(f"{key.name} before SASL authentication")
+        if key in _BEFORE_AUTHENTICATION and key is not ApiKey.API_VERSIONS:
+            self._authenticate(conn, frame, _wire.decode(frame, payload))
+            return
         debug = log.isEnabledFor(logging.DEBUG)
         if key in self._heartbeats.APIS and not debug:
             request = self._heartbeats.request(frame, payload, conn.client_host)
@@ -337,6 +349,49 @@ class CoordinatorServer:
         self._inflight[ref] = (conn, frame)
         conn.busy_ref = ref
         self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _authenticate(self, conn: _Connection, frame: _wire.Frame, message: Any) -> None:
+        """SaslHandshake and SaslAuthenticate, as Kafka's brokers answer them; a failed
+        authentication is answered, then the connection is closed."""
+        settings = self.sasl
+        if frame.api_key == ApiKey.SASL_HANDSHAKE:
+            enabled = list(settings.mechanisms) if settings is not None else []
+            if settings is None or conn.sasl is not None or conn.principal is not None:
+                error = ErrorCode.ILLEGAL_SASL_STATE
+            elif message.mechanism not in enabled:
+                error = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+            else:
+                error = ErrorCode.NONE
+                conn.sasl = SaslExchange(message.mechanism, settings.users())
+            response = _wire.sasl_handshake_response(frame.api_version, error, enabled)
+            conn.finish(frame, _wire.encode(frame, response))
+            if error is not ErrorCode.NONE and settings is not None:
+                conn.close(f"SASL handshake: {error.name}")
+            return
+        exchange = conn.sasl
+        if exchange is None or conn.principal is not None:
+            response = _wire.sasl_authenticate_response(
+                frame.api_version, ErrorCode.ILLEGAL_SASL_STATE, "Unexpected SaslAuthenticate request"
+            )
+            conn.finish(frame, _wire.encode(frame, response))
+            if settings is not None:
+                conn.close("SaslAuthenticate out of turn")
+            return
+        try:
+            token = exchange.respond(bytes(message.auth_bytes))
+        except AuthenticationFailed as failed:
+            log.warning("SASL authentication from %s failed: %s", conn.client_host, failed)
+            response = _wire.sasl_authenticate_response(
+                frame.api_version, ErrorCode.SASL_AUTHENTICATION_FAILED, str(failed)
+            )
+            conn.finish(frame, _wire.encode(frame, response))
+            conn.close("SASL authentication failed")
+            return
+        conn.principal = exchange.principal
+        if conn.principal is not None:
+            log.info("%s authenticated as %s (%s)", conn.client_host, conn.principal, exchange.mechanism)
+        response = _wire.sasl_authenticate_response(frame.api_version, ErrorCode.NONE, None, token)
+        conn.finish(frame, _wire.encode(frame, response))
 
     def _answer(self, frame: _wire.Frame, message: Any) -> Any:
         """The answer to a request the shell handles itself (None: no answer is expected; bytes:
@@ -459,6 +514,10 @@ class _Connection(asyncio.Protocol):
         self.client_host = ""
         self.last_activity_ms = server._now_ms()
         self.frame_started_ms: int | None = None  # when the partial request in the buffer began
+        # SASL: the exchange its handshake started, and who it is once authenticated (None: not
+        # yet; a listener without SASL takes everyone as User:ANONYMOUS, as Kafka does).
+        self.sasl: SaslExchange | None = None
+        self.principal: str | None = None if server.sasl is not None else "User:ANONYMOUS"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)

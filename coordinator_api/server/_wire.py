@@ -50,6 +50,12 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server._messages import (
@@ -292,6 +298,18 @@ def metadata_response(
         controller_id=node_id,
         topics=listed,
         authorized_operations=None,
+    )
+
+
+def sasl_handshake_response(version: int, error: ErrorCode, mechanisms: list[str]) -> Any:
+    return SaslHandshakeResponse(version=version, error_code=error, mechanisms=mechanisms)
+
+
+def sasl_authenticate_response(
+    version: int, error: ErrorCode, message: str | None, token: bytes = b""
+) -> Any:
+    return SaslAuthenticateResponse(
+        version=version, error_code=error, error_message=message, auth_bytes=token, session_lifetime_ms=0
     )
 
 
@@ -635,6 +653,10 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.DESCRIBE_GROUPS: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 5, _describe_groups),
     ApiKey.LIST_GROUPS: _Api(ListGroupsRequest, ListGroupsResponse, 0, 5, _list_groups),
     ApiKey.API_VERSIONS: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
+    # Answered on every listener, as Kafka's brokers do (ILLEGAL_SASL_STATE without SASL); v0 of
+    # the handshake (raw tokens after it, before Kafka 1.0) is not offered.
+    ApiKey.SASL_HANDSHAKE: _Api(SaslHandshakeRequest, SaslHandshakeResponse, 1, 1),
+    ApiKey.SASL_AUTHENTICATE: _Api(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
     ApiKey.CREATE_TOPICS: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7, _create_topics),
     ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _Api(
