@@ -16,7 +16,7 @@ from typing import Any
 from coordinator_api._errors import ConfigurationError, CoordinatorApiError
 from coordinator_api._plugins import add_plugin_commands, plugins_report
 from coordinator_api._protocol import ErrorCode
-from coordinator_api.server import CoordinatorConfig, CoordinatorServer, TlsSettings
+from coordinator_api.server import CoordinatorConfig, CoordinatorServer, SaslSettings, TlsSettings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -183,6 +183,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
     elif args.ssl_keyfile or args.ssl_cafile or args.ssl_client_auth != "none":
         raise ConfigurationError("--ssl-keyfile, --ssl-cafile and --ssl-client-auth need --ssl-certfile")
+    sasl = None
+    if args.sasl_users_file is not None:
+        mechanisms = tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip())
+        sasl = SaslSettings(users_file=args.sasl_users_file, mechanisms=mechanisms)
     server = CoordinatorServer(
         host=args.host,
         port=args.port,
@@ -191,6 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
         topics=topics,
         fresh_start=args.fresh_start,
         tls=tls,
+        sasl=sasl,
     )
 
     async def run() -> None:
@@ -207,6 +212,48 @@ def _serve(args: argparse.Namespace) -> int:
         await server.close()
 
     asyncio.run(run())
+    return 0
+
+
+def _users_of(path: str, *, missing_ok: bool) -> dict[str, Any]:
+    from coordinator_api.server._sasl import load_users
+
+    if missing_ok and not Path(path).exists():
+        return {}
+    return load_users(path)
+
+
+def _users_add(args: argparse.Namespace) -> int:
+    from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users
+
+    password = sys.stdin.readline().rstrip("\n")
+    users = _users_of(args.users_file, missing_ok=True)
+    add_user(users, args.user, password, args.mechanism or SCRAM_MECHANISMS)
+    save_users(args.users_file, users)
+    print(f"user {args.user}: {', '.join(sorted(users[args.user]))}")
+    return 0
+
+
+def _users_list(args: argparse.Namespace) -> int:
+    from coordinator_api.server._sasl import described
+
+    listed = described(_users_of(args.users_file, missing_ok=False))
+    if args.json:
+        print(json.dumps(listed, indent=2))
+    else:
+        for entry in listed:
+            print(f"{entry['user']}\t{','.join(entry['mechanisms'])}")
+    return 0
+
+
+def _users_remove(args: argparse.Namespace) -> int:
+    from coordinator_api.server._sasl import save_users
+
+    users = _users_of(args.users_file, missing_ok=False)
+    if users.pop(args.user, None) is None:
+        raise CoordinatorApiError(f"no user {args.user!r} in {args.users_file}")
+    save_users(args.users_file, users)
+    print(f"removed user {args.user}")
     return 0
 
 
@@ -710,6 +757,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--ssl-cafile", metavar="PEM", help="the CA certificates client certificates are checked against"
     )
     serve.add_argument(
+        "--sasl-users-file",
+        metavar="FILE",
+        help="clients must authenticate with SASL (SASL_PLAINTEXT, or SASL_SSL with --ssl-certfile) as "
+        "a user of this file (`coordinator-api users add`); default: no authentication",
+    )
+    serve.add_argument(
+        "--sasl-mechanisms",
+        default="SCRAM-SHA-256,SCRAM-SHA-512",
+        metavar="LIST",
+        help="sasl.enabled.mechanisms: comma-separated, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+        "(default SCRAM-SHA-256,SCRAM-SHA-512)",
+    )
+    serve.add_argument(
         "--ssl-client-auth",
         choices=("none", "requested", "required"),
         default="none",
@@ -828,6 +888,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("data_dir", help="the data directory")
     check.set_defaults(func=_data_check)
+
+    users = commands.add_parser(
+        "users",
+        help="the SASL users of `serve --sasl-users-file` (SCRAM credentials only, never a password)",
+        description="Add, list and remove the users a coordinator with SASL accepts, as Kafka's "
+        "kafka-configs --alter --add-config SCRAM-SHA-256=... does: the file holds each user's salted "
+        "SCRAM credentials, readable by its owner only. A running coordinator reads it at each new "
+        "authentication.",
+        parents=anywhere,
+    )
+    users_commands = users.add_subparsers(dest="users_command", required=True)
+    add = users_commands.add_parser(
+        "add",
+        help="add a user, or give it a new password (read from standard input, one line)",
+        parents=anywhere,
+    )
+    add.add_argument("user", help="the user name (its principal is User:NAME)")
+    add.add_argument("--users-file", required=True, help="the users file (made if missing)")
+    add.add_argument(
+        "--mechanism",
+        action="append",
+        choices=("SCRAM-SHA-256", "SCRAM-SHA-512"),
+        help="the SCRAM mechanisms to make credentials for (repeatable; default both; PLAIN is checked "
+        "against them)",
+    )
+    add.set_defaults(func=_users_add)
+    listed = users_commands.add_parser("list", help="list the users and their mechanisms", parents=anywhere)
+    listed.add_argument("--users-file", required=True, help="the users file")
+    listed.add_argument("--json", action="store_true", help="print JSON: [{user, mechanisms}]")
+    listed.set_defaults(func=_users_list)
+    remove = users_commands.add_parser("remove", help="remove a user", parents=anywhere)
+    remove.add_argument("user", help="the user name")
+    remove.add_argument("--users-file", required=True, help="the users file")
+    remove.set_defaults(func=_users_remove)
     add_plugin_commands(commands)
     return parser
 

@@ -189,18 +189,18 @@ class CoordinatorServer:
             "coordinator listening on %s:%d (%s), advertised to clients as %s (data dir: %s)",
             self.host,
             self.port,
-            "SSL" if self.tls is not None else "PLAINTEXT",
+            ("SASL_" if self.sasl is not None else "") + ("SSL" if self.tls is not None else "PLAINTEXT"),
             self.bootstrap_servers,
             self._data_dir or "none, state in memory",
         )
-        authenticated = self.tls is not None and self.tls.client_auth == "required"
+        authenticated = self.sasl is not None or (self.tls is not None and self.tls.client_auth == "required")
         if not _is_loopback(self.host) and not authenticated:
             log.warning(
                 "listening on %s, beyond this machine, with %s and no client authentication: anyone who "
                 "can reach port %d can list and describe every group, join, leave or fence any member, "
                 "and read or overwrite any committed offset. Listen on 127.0.0.1 (the default), require "
-                "client certificates (TLS client_auth='required'), or allow only trusted hosts to reach "
-                "this port.",
+                "SASL (--sasl-users-file) or client certificates (TLS client_auth='required'), or allow "
+                "only trusted hosts to reach this port.",
                 self.host or "all addresses",
                 "TLS" if self.tls is not None else "no TLS",
                 self.port,

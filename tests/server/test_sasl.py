@@ -5,7 +5,10 @@ changes in the group meanwhile. The users file holds SCRAM credentials only, nev
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -217,3 +220,64 @@ def test_sasl_over_tls(users_file: Path, tmp_path: Path) -> None:
             )
         finally:
             member.close()
+
+
+def test_users_are_managed_with_the_cli_and_serve_requires_them(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "coordinator_api"]
+    users = tmp_path / "users.json"
+
+    def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*cli, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
+        )
+
+    added = run("users", "add", "bob", "--users-file", str(users), stdin="hunter2-but-longer\n")
+    assert (added.returncode, added.stdout) == (0, "user bob: SCRAM-SHA-256, SCRAM-SHA-512\n"), added.stderr
+    run(
+        "users",
+        "add",
+        "carol",
+        "--users-file",
+        str(users),
+        "--mechanism",
+        "SCRAM-SHA-512",
+        stdin="pw-carol\n",
+    )
+    listed = run("users", "list", "--users-file", str(users), "--json")
+    assert json.loads(listed.stdout) == [
+        {"user": "bob", "mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512"]},
+        {"user": "carol", "mechanisms": ["SCRAM-SHA-512"]},
+    ]
+    assert "hunter2" not in users.read_text()
+    assert run("users", "remove", "carol", "--users-file", str(users)).returncode == 0
+    gone = run("users", "remove", "carol", "--users-file", str(users))
+    assert (
+        gone.returncode == 2 and gone.stderr.strip() == f"coordinator-api: error: no user 'carol' in {users}"
+    )
+    missing = run("serve", "--port", "0", "--sasl-users-file", str(tmp_path / "nobody.json"))
+    assert missing.returncode == 2 and missing.stderr.startswith("coordinator-api: error: users file ")
+    server = subprocess.Popen(
+        [*cli, "serve", "--port", "0", "--topic", "t:2", "--sasl-users-file", str(users)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        bootstrap = server.stdout.readline().strip().rsplit(" ", 1)[-1]
+        member = ConsumerGroupMember(
+            "served",
+            bootstrap,
+            topics=["t"],
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="bob",
+            sasl_plain_password="hunter2-but-longer",
+        )
+        try:
+            wait_until(lambda: len(member.assignment()) == 2, lambda: member.poll(0.05), "a member of serve")
+        finally:
+            member.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
