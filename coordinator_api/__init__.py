@@ -23,6 +23,7 @@ from coordinator_api._errors import (
     PayloadError,
 )
 from coordinator_api._membership._group_heartbeat import GroupSubscription
+from coordinator_api._membership._session import CONNECTION_OPTIONS
 from coordinator_api._payload import decode, decode_members, encode, payload, peek_version, since
 from coordinator_api._plugins import (
     AssignmentSpec,
@@ -47,6 +48,7 @@ from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, SaslSettings, TlsSettings
 
 __all__ = [
+    "CONNECTION_OPTIONS",
     "NO_GENERATION",
     "AssignmentSpec",
     "ClassicPayloads",

@@ -26,6 +26,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
 from coordinator_api import (
+    CONNECTION_OPTIONS,
     ConfigurationError,
     CoordinatorConfig,
     EmbeddedCoordinator,
@@ -122,10 +123,13 @@ class _JobObserver:
     group's committed offsets (the completions) with kafka-python's admin client; it never
     joins the group."""
 
-    def __init__(self, group_id: str, bootstrap_servers: str) -> None:
+    def __init__(self, group_id: str, bootstrap_servers: str, connection_options: Mapping[str, Any]) -> None:
         self._group_id = group_id
         self._admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap_servers, client_id=f"{group_id}-driver", request_timeout_ms=30_000
+            bootstrap_servers=bootstrap_servers,
+            client_id=f"{group_id}-driver",
+            request_timeout_ms=30_000,
+            **connection_options,
         )
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int) -> None:
@@ -258,6 +262,7 @@ def distribute(
     timeout: float | None = None,
     allocator: str = ALLOCATOR,
     group_protocol: str = "classic",
+    connection_options: Mapping[str, Any] | None = None,
 ) -> Distribution:
     """Process ``units`` on the Spark cluster, balanced by weight, sticky, surviving executor loss.
 
@@ -293,6 +298,11 @@ def distribute(
     :param allocator: the allocator, by the name a plugin registered it under for protocol type
         ``spark-executor`` (default the built-in :func:`allocate`); the plugin must be installed
         where the executors run.
+    :param connection_options: kafka-python's connection settings for a secured coordinator or
+        Kafka cluster (``security_protocol``, ``ssl_cafile``, ``sasl_mechanism``,
+        ``sasl_plain_username``, ``sasl_plain_password``, ...), for the driver's admin client
+        and every member; pickled to the executors with the task, so give files that exist
+        there (an SSLContext does not travel).
     :param group_protocol: ``"classic"`` (the default: the leader allocates, rebalances are
         eager) or ``"incremental"``: the coordinator allocates with its server-side assignor
         (:func:`~coordinator_spark.assign_units`) and each member reconciles on its own, so
@@ -303,6 +313,10 @@ def distribute(
     :raises ConfigurationError: invalid arguments (the message says which).
     :raises DistributeError: the Spark job failed, or its tasks ended with units undone.
     """
+    security = dict(connection_options or {})
+    unknown = sorted(set(security) - CONNECTION_OPTIONS)
+    if unknown:
+        raise ConfigurationError(f"distribute: unknown connection option(s) {', '.join(unknown)}")
     from pyspark.sql import SparkSession
 
     if not isinstance(spark, SparkSession):
@@ -358,7 +372,7 @@ def distribute(
         ).start()
         bootstrap_servers = embedded.bootstrap_servers
     collector = ResultCollector(driver_host)
-    observer = _JobObserver(group_id, bootstrap_servers)
+    observer = _JobObserver(group_id, bootstrap_servers, security)
     try:
         if embedded is None:
             observer.create_topic(topic, len(listed), replication_factor)
@@ -377,6 +391,7 @@ def distribute(
                 "rebalance_timeout_ms": int(max_unit_seconds * 1000),
                 "allocator": allocator,
                 "group_protocol": group_protocol,
+                **security,
             },
         )
         committed, seconds = _run(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ pytest.importorskip("pyspark")
 from coordinator_spark import DistributeError, Progress, WorkUnit, distribute
 from spark_sessions import ship_by_value, start_spark
 
-from coordinator_api import ConfigurationError
+from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, SaslSettings
+from coordinator_api.server._sasl import add_user, save_users
 
 ship_by_value(__name__)
 
@@ -99,3 +101,25 @@ def test_bad_arguments_are_refused_before_anything_starts(spark: Any) -> None:
     with pytest.raises(ConfigurationError, match="three heartbeat intervals"):
         distribute(spark, ["a"], str, session_timeout_ms=2000, heartbeat_interval_ms=1000)
     assert distribute(spark, [], str).dataframe.count() == 0
+
+
+def test_a_secured_coordinator_is_reached_through_the_connection_options(spark: Any, tmp_path: Path) -> None:
+    users: dict[str, Any] = {}
+    add_user(users, "spark-job", "job-password", ["SCRAM-SHA-256"])
+    save_users(tmp_path / "users.json", users)
+    sasl = SaslSettings(users_file=tmp_path / "users.json", mechanisms=("SCRAM-SHA-256",))
+    config = CoordinatorConfig(initial_rebalance_delay_ms=200)
+    secured = {
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-256",
+        "sasl_plain_username": "spark-job",
+        "sasl_plain_password": "job-password",
+    }
+    units = [WorkUnit(f"u-{i}") for i in range(6)]
+    with EmbeddedCoordinator(config=config, sasl=sasl) as coordinator:
+        run = distribute(
+            spark, units, square, bootstrap_servers=coordinator.bootstrap_servers, connection_options=secured
+        )
+    assert sorted(run.results().values()) == [i * i for i in range(6)]
+    with pytest.raises(ConfigurationError, match="unknown connection option"):
+        distribute(spark, units, square, connection_options={"sasl_password": "typo"})
