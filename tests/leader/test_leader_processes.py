@@ -13,6 +13,7 @@ machine); safety bounds are not.
 from __future__ import annotations
 
 import json
+import os
 import random
 import statistics
 import time
@@ -221,7 +222,9 @@ def test_partition_of_the_leader(fast_config: CoordinatorConfig) -> None:
         assert_safe(candidates)
 
 
-SOAK_FAULTS = 200
+# 100 in the suite (about a minute); the figures in docs/leader.md are from a run of 200
+# (SOAK_FAULTS=200 in the environment).
+SOAK_FAULTS = int(os.environ.get("SOAK_FAULTS", "100"))
 SOAK_SESSION_MS = 800
 # kind -> weight; pauses and partitions are shorter or longer than the session.
 SOAK_KINDS = {
@@ -235,7 +238,7 @@ SOAK_KINDS = {
 
 
 def test_soak_of_random_faults(fast_config: CoordinatorConfig, tmp_path: Path) -> None:
-    """200 random faults over 4 candidates: graceful restarts, SIGKILL and restart, SIGSTOP and
+    """SOAK_FAULTS random faults over 4 candidates: graceful restarts, SIGKILL and restart, SIGSTOP and
     SIGCONT (shorter and longer than the session) and partitions (through the proxy of
     :func:`test_partition_of_the_leader`, shorter and longer than the session), half of them
     aimed at the leader. The recorded timeline must show no two processes leading at once and
