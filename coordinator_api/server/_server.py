@@ -623,6 +623,9 @@ class _Connection(asyncio.Protocol):
                     log.exception("unexpected error handling a request from %s", self.client_host)
                     self.close("internal error")
                     return
+                if self._queue and self.busy_ref is not None:
+                    # Held, while the client already sent more (both came in one read).
+                    self._server.release(self.busy_ref)
         finally:
             self._processing = False
         self.update_reading()
