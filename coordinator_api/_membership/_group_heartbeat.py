@@ -13,6 +13,7 @@ required: the member brings its own member id (KIP-1082), as Kafka 4's consumer 
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from coordinator_api._membership._incremental import (
     Assignment,
     GroupHeartbeatAnswered,
     IncrementalSettings,
+    ReleaseHeldHeartbeat,
     SendGroupHeartbeat,
 )
 from coordinator_api._membership._machine import Action, FindCoordinator, LeaveAnswered, RequestKind
@@ -181,6 +183,12 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         #: Who owns each resource, from the latest answer that said (GroupHeartbeat with
         #: ``list_owners``): (resource group, index) -> (member id, its payload).
         self.owners: dict[tuple[str, int], tuple[str, bytes]] = {}
+        # Heartbeats (not leaves) handed to the connection, and the one after which to release
+        # a held heartbeat (ReleaseHeldHeartbeat); both under the lock, as the machine's actions
+        # are sent from the threads that fed it events.
+        self._sending = threading.RLock()
+        self._heartbeats_sent = 0
+        self._release_after: int | None = None
 
     @property
     def api_key(self) -> ApiKey:
@@ -201,6 +209,12 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
     def send(self, action: Action, sent_at: int, deliver: Callable[[i.Event], object]) -> None:
         if isinstance(action, FindCoordinator):
             self.find(deliver)
+        elif isinstance(action, ReleaseHeldHeartbeat):
+            with self._sending:
+                if self._heartbeats_sent >= action.after:
+                    self._release_held()
+                else:  # that heartbeat is still being sent on another thread: right after it
+                    self._release_after = action.after
         elif isinstance(action, SendGroupHeartbeat):
             request = heartbeat_request(self._settings, self.subscription, action, self._protocol_type)
             if action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -210,7 +224,8 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
                     lambda r: LeaveAnswered(r.error_code),
                     deliver,
                 )
-            else:
+                return
+            with self._sending:  # in the order the machine sent them, with the release behind
                 # An answer later than the session is useless: fail it and reconnect.
                 self._request(
                     self._to_coordinator(request, self._settings.session_timeout_ms),
@@ -218,17 +233,19 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
                     lambda r: heartbeat_answered(sent_at, self._note_owners(r)),
                     deliver,
                 )
+                self._heartbeats_sent += 1
+                if self._release_after == self._heartbeats_sent:
+                    self._release_after = None
+                    self._release_held()
 
-    def release_held_heartbeat(self) -> None:
-        """Send the coordinator one small request (ApiVersions) on the heartbeats' connection:
-        the embedded coordinator answers a held heartbeat as soon as another request arrives
-        on its connection, so the heartbeat that carries a new subscription can go at once
-        instead of after the hold. Fire and forget; Kafka's brokers hold nothing."""
+    def _release_held(self) -> None:
+        """See :class:`ReleaseHeldHeartbeat`. Fire and forget: the next heartbeat finds out what
+        is wrong."""
         if self._coordinator_node is None:
             return
         request = ApiVersionsRequest(client_software_name="coordinator-api", client_software_version="1")
         future = self._manager.call_soon(self._to_coordinator(request, self._request_timeout_ms))
-        future.add_errback(lambda _exc: None)  # the next heartbeat finds out what is wrong
+        future.add_errback(lambda _exc: None)
 
     def _note_owners(self, response: Any) -> Any:
         if getattr(response, "owners", None) is not None:

@@ -171,6 +171,18 @@ class SendGroupHeartbeat(Action):
 
 
 @dataclass(frozen=True)
+class ReleaseHeldHeartbeat(Action):
+    """Send the coordinator one small request on the heartbeats' connection: a coordinator that
+    holds heartbeats with nothing new (the embedded one) answers the held one the moment another
+    request arrives on its connection, so the heartbeat that must follow it goes at once. Kafka's
+    brokers hold nothing and merely answer it. ``after``: the number of heartbeats (not leaves)
+    this member has sent, the last of them being the one to release; it must reach the
+    coordinator first."""
+
+    after: int
+
+
+@dataclass(frozen=True)
 class Reconcile(Action):
     """Application thread: revoke ``revoked``, then start ``assigned``; ``assignment`` is what
     the member then owns."""
@@ -208,6 +220,8 @@ class IncrementalMachine:
     _sent_owned: Assignment = frozenset()  # what the heartbeat in flight lists as owned
     _sent_epoch: int = JOIN_EPOCH  # the epoch the heartbeat in flight carries
     _acknowledged_owned: Assignment = frozenset()  # what the last answered heartbeat listed
+    _released_held: bool = False  # asked the coordinator to answer the heartbeat in flight now
+    _heartbeats_sent: int = 0  # heartbeats (not leaves) sent so far
     _actions: list[Action] = field(default_factory=list)  # FindCoordinator, SendGroupHeartbeat,
     # Reconcile, Lost, Fail
 
@@ -510,4 +524,18 @@ class IncrementalMachine:
             starting = self.awaiting.assigned if self.awaiting is not None else frozenset()
             self._sent_incarnation, self._sent_owned = self.incarnation, self.owned | starting
             self._sent_epoch = self.member_epoch
+            self._released_held = False
+            self._heartbeats_sent += 1
             self._actions.append(SendGroupHeartbeat(self.member_id, self.member_epoch, self._sent_owned))
+        elif self._heartbeat_waits_behind_one_in_flight() and not self._released_held:
+            self._released_held = True
+            self._actions.append(ReleaseHeldHeartbeat(self._heartbeats_sent))
+
+    def _heartbeat_waits_behind_one_in_flight(self) -> bool:
+        """Whether a heartbeat that must go now (it carries a new subscription) waits for the
+        answer to the one in flight. (A member with partitions to give up is never held.)"""
+        return (
+            self.news_to_send
+            and RequestKind.HEARTBEAT in self.in_flight
+            and self._sent_incarnation == self.incarnation
+        )

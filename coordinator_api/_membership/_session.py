@@ -262,8 +262,6 @@ class MembershipSession:
         if subscription is not None and isinstance(self._wire, IncrementalWire):
             self._wire.subscription = subscription  # before the heartbeat that must carry it
         self._driver.submit(JoinWanted(reason))
-        if subscription is not None and isinstance(self._wire, IncrementalWire):
-            self._wire.release_held_heartbeat()
 
     def next_action(self) -> ApplicationAction | None:
         """The next callback the application thread must run (or the error it must raise), or

@@ -1157,11 +1157,28 @@ class ConsumerGroups:
             # The group changed without a heartbeat (a member left, was expired or fenced): the
             # new target now, so that the held heartbeats learn of it at once.
             self._compute_target(group)
+        owners_moved = req.list_owners and self._owners(group) != req.owners_known
+        if self._only_a_new_epoch(group, member, owned) and not owners_moved:
+            # Nothing moves for it: its new epoch waits for its next heartbeat, as on Kafka's
+            # brokers (until then its commits carry the epoch it has, which stays valid). Answering
+            # every held member at each change would cost the whole group a round trip per change.
+            return None, events
         self._reconcile(group, member, owned, now_ms, events)
         owners_moved = req.list_owners and self._owners(group) != req.owners_known
         if member.epoch == req.member_epoch and member.assigned == owned and not owners_moved:
             return None, events
         return self._answer(group, member, full=True, changed=True, list_owners=req.list_owners), events
+
+    def _only_a_new_epoch(
+        self, group: _Group, member: _Member, owned: frozenset[TopicPartition] | None
+    ) -> bool:
+        """Whether reconciling ``member`` now would only move it to the assignment epoch: it is
+        stable, owns what it was given, and its target is exactly that."""
+        if member.state is not MemberState.STABLE or member.pending_revocation or owned != member.assigned:
+            return False
+        subscribed = self._subscribed_topics(group, member)
+        target = frozenset(p for p in group.target.get(member.member_id, ()) if p[0] in subscribed)
+        return target == member.assigned
 
     # --- timers -----------------------------------------------------------------------------
 

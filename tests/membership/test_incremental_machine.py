@@ -26,12 +26,14 @@ from coordinator_api._membership._incremental import (
     IncrementalState,
     Reconcile,
     Reconciled,
+    ReleaseHeldHeartbeat,
     SendGroupHeartbeat,
 )
 from coordinator_api._membership._machine import (
     CoordinatorFound,
     Fail,
     FindCoordinator,
+    JoinWanted,
     LeaveAnswered,
     LeaveWanted,
     Lost,
@@ -98,6 +100,7 @@ class Member:
     failures: list[Fail] = field(default_factory=list)
     lost: list[Lost] = field(default_factory=list)
     sent: list[SendGroupHeartbeat] = field(default_factory=list)
+    releases: list[ReleaseHeldHeartbeat] = field(default_factory=list)
 
 
 class Network:
@@ -138,6 +141,13 @@ class Network:
             elif isinstance(action, SendGroupHeartbeat):
                 member.sent.append(action)
                 self.send(name, action)
+            elif isinstance(action, ReleaseHeldHeartbeat):
+                # The small request behind the held heartbeat, on its connection.
+                member.releases.append(action)
+                assert action.after == sum(s.member_epoch >= 0 for s in member.sent)
+                held = [ref for ref, (m, _, leaving) in self.waiting.items() if m is member and not leaving]
+                for ref in held:
+                    self.answer(self.server.release(ref, self.now).replies)
             elif isinstance(action, Reconcile):
                 member.pending.append(action)
             elif isinstance(action, Lost):
@@ -288,6 +298,24 @@ def test_a_newcomer_gets_partitions_as_soon_as_their_owner_has_revoked_them() ->
     assert len(a.started) == len(b.started) == PARTITIONS // 2
     assert a.machine.is_stable() and b.machine.is_stable()
     assert a.machine.member_epoch == b.machine.member_epoch == 2
+
+
+def test_a_new_subscription_goes_at_once_even_while_a_heartbeat_is_held() -> None:
+    # The coordinator holds heartbeats with nothing new for 5 s. Asked to rejoin (its
+    # subscription changed), the member cannot send the heartbeat that says so before the one in
+    # flight is answered: it asks the coordinator to answer that one now (a small request behind
+    # it on the connection), once, and sends the news as soon as the answer is in.
+    net = Network(hold_ms=5000)
+    a = net.add("a")
+    net.run(INTERVAL_MS + 100)
+    assert RequestKind.HEARTBEAT in a.machine.in_flight and not a.releases
+    sent = len(a.sent)
+    net.feed("a", JoinWanted("the subscription changed"))
+    net.feed("a", Tick())
+    assert [r.after for r in a.releases] == [sent]
+    net.run(20)
+    assert len(a.sent) == sent + 1 and a.sent[-1].member_epoch == 1 and len(a.releases) == 1
+    assert a.machine.news_to_send is False
 
 
 def test_a_member_that_leaves_revokes_nothing_twice_and_its_partitions_move() -> None:

@@ -209,3 +209,30 @@ def test_a_held_member_gets_the_partitions_of_a_member_that_leaves_at_once(c: Co
     # the same step with everything, not when its hold ends.
     assert sorted(answered) == sorted([leave, held])
     assert c.partitions(held) == set(range(6)) and c.answered[held].member_epoch == 3
+
+
+def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(c: Coordinator) -> None:
+    # Every member's epoch moves at each change, but only those that give partitions up or get
+    # some need telling at once; a held member with nothing to do is left held (as Kafka's
+    # brokers tell a member its new epoch at its next heartbeat), or each change would cost the
+    # whole group a round trip.
+    join_alone(c)
+    held, answered = c.send("a", 1, range(6))
+    assert answered == []
+    # A member of another topic joins: a new group epoch, and nothing moves for a.
+    ref = next(c.refs)
+    other = ConsumerGroupHeartbeat(
+        group_id="g",
+        member_id="x",
+        member_epoch=0,
+        rebalance_timeout_ms=4000,
+        subscribed_topic_names=("u",),
+        owned=(),
+    )
+    assert c.take(c.state.handle(ref, other, c.now)) == [ref]
+    assert c.answered[ref].member_epoch == 2
+    assert held not in c.answered  # still held
+    assert c.advance(HOLD_MS) == [held]  # answered when its hold ends, as it was
+    assert c.answered[held].member_epoch == 1
+    again, answered = c.send("a", 1, range(6))  # its next heartbeat moves it to the new epoch
+    assert answered == [again] and c.answered[again].member_epoch == 2
