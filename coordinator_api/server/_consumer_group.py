@@ -1131,6 +1131,24 @@ class ConsumerGroups:
             return None
         return replace(req, owners_known=result.owners) if req.list_owners else req
 
+    def still_nothing_new(self, req: ConsumerGroupHeartbeat) -> bool:
+        """A quick look before :meth:`news_for`, which it must agree with: True only if the
+        member of the held heartbeat ``req`` is as it was when held (the same epoch, stable,
+        nothing to revoke) and its target is what it owns (so ``news_for`` would answer None),
+        in a group whose target is up to date. A change then costs the members it does not
+        concern a few lookups each rather than a reconciliation."""
+        group = self._groups.get(req.group_id)
+        if group is None or req.list_owners or group.group_epoch > group.assignment_epoch:
+            return False
+        member = group.members.get(req.member_id)
+        return (
+            member is not None
+            and member.epoch == req.member_epoch
+            and member.state is MemberState.STABLE
+            and not member.pending_revocation
+            and group.target.get(member.member_id) == member.assigned
+        )
+
     def news_for(
         self, req: ConsumerGroupHeartbeat, now_ms: int
     ) -> tuple[ConsumerGroupHeartbeatResult | None, list[MembershipEvent]]:

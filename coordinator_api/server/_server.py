@@ -121,6 +121,7 @@ class CoordinatorServer:
             server_assignors=consumer_server_assignors(self.config),
             classic_payloads=installed_plugins().server_assignors.classic_payloads("consumer"),
             resource_assignors=resource_server_assignors(),
+            stores_state=self._data_dir is not None,
         )
         self._store: SqliteStore | None = None
         self._server: asyncio.Server | None = None

@@ -319,8 +319,12 @@ class GroupCoordinator:
         server_assignors: Mapping[str, ServerAssignor] | None = None,
         classic_payloads: ClassicPayloads | None = None,
         resource_assignors: Mapping[str, Mapping[str, ServerAssignor]] | None = None,
+        stores_state: bool = True,
     ) -> None:
         self._config = config or CoordinatorConfig()
+        # Whether the effects carry what a store must write (off without a data directory: a
+        # consumer group's snapshot costs time in the size of the group at every change).
+        self._stores_state = stores_state
         self._new_member_id = member_id_factory
         self._new_topic_id = topic_id_factory
         self._groups: dict[str, _Group] = {}
@@ -572,10 +576,13 @@ class GroupCoordinator:
             events = []
             for group_id in changed:
                 if group_id in self._consumer_groups:
-                    fx.writes.append(self._consumer_groups.snapshot(group_id))
+                    if self._stores_state:
+                        fx.writes.append(self._consumer_groups.snapshot(group_id))
                     self._downgrade(group_id, now_ms, fx)
                 held = self._held_group_heartbeats.get(group_id, {})
                 for member_id, heartbeat in list(held.items()):
+                    if self._consumer_groups.still_nothing_new(heartbeat.request):
+                        continue
                     news, more = self._consumer_groups.news_for(heartbeat.request, now_ms)
                     events.extend(more)
                     if news is not None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
+from engine_checks import check_quick_looks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,6 +70,7 @@ def make_server(hold_ms: int = 0) -> GroupCoordinator:
         consumer_group_heartbeat_interval_ms=INTERVAL_MS,
     )
     server = GroupCoordinator(config, server_assignors=SERVER_ASSIGNORS)
+    check_quick_looks(server)
     server.handle(
         0,
         CreateTopics(

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
+from engine_checks import check_quick_looks
 
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig
@@ -37,6 +38,7 @@ CONFIG = CoordinatorConfig(
 class Coordinator:
     def __init__(self) -> None:
         self.state = GroupCoordinator(CONFIG, server_assignors=SERVER_ASSIGNORS)
+        check_quick_looks(self.state)
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
         request = CreateTopics(topics=(NewTopic(name="t", num_partitions=6, replication_factor=1),))
