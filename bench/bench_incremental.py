@@ -389,6 +389,24 @@ class Group:
 # --- an incremental (KIP-848) member -------------------------------------------------------------
 
 
+def steady_heartbeat(group_id: str, member_id: str, epoch: int, partitions: Any = None) -> Any:
+    """A member's ConsumerGroupHeartbeat once it is in the group: its id and epoch, and what it
+    owns only if that changed (``partitions``; None: unchanged)."""
+    return ConsumerGroupHeartbeatRequest(
+        version=CONSUMER_GROUP_HEARTBEAT_VERSION,
+        group_id=group_id,
+        member_id=member_id,
+        member_epoch=epoch,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=-1,
+        subscribed_topic_names=None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        topic_partitions=partitions,
+    )
+
+
 class IncrementalMember:
     """A KIP-848 consumer at the protocol level.
 
@@ -458,19 +476,7 @@ class IncrementalMember:
                 else []
             )
             self.reported = owned
-        return ConsumerGroupHeartbeatRequest(
-            version=CONSUMER_GROUP_HEARTBEAT_VERSION,
-            group_id=g.group_id,
-            member_id=self.member_id,
-            member_epoch=self.epoch,
-            instance_id=None,
-            rack_id=None,
-            rebalance_timeout_ms=-1,
-            subscribed_topic_names=None,
-            subscribed_topic_regex=None,
-            server_assignor=None,
-            topic_partitions=partitions,
-        )
+        return steady_heartbeat(g.group_id, self.member_id, self.epoch, partitions)
 
     def _apply(self, assignment: Any) -> None:
         g = self.group
@@ -1267,25 +1273,11 @@ async def heartbeat_rate(
             members = [m for m in group.members if isinstance(m, IncrementalMember)]
             for m in members:
                 await m.stop()
-            answered = errors = 0
-            start = now() + 0.05
-            end = start + args.heartbeat_seconds
-
-            async def blast(m: IncrementalMember, start: float = start, end: float = end) -> None:
-                nonlocal answered, errors
-                await asyncio.sleep(max(0.0, start - now()))
-                while now() < end:
-                    reply = await m.heartbeat_once()
-                    if now() > end:
-                        break
-                    if reply.error_code == 0:
-                        answered += 1
-                    else:
-                        errors += 1
-
             cpu = CpuWindow(server.pid)
-            await asyncio.gather(*(blast(m) for m in members))
+            answered, errors, workers_cpu_s = await blast_heartbeats(server.address, group, members, args)
             figures = cpu.figures()
+            figures["loadgen_cpu_s"] += workers_cpu_s
+            figures["others_cores"] = max(0.0, figures["others_cores"] - workers_cpu_s / figures["wall_s"])
             for m in members:
                 m.start(0.0)
             per_second = answered / args.heartbeat_seconds
@@ -1320,6 +1312,86 @@ async def heartbeat_rate(
     out["median_per_second"] = statistics.median(rates) if rates else None
     out["median_server_cpu_us_per_heartbeat"] = statistics.median(cpu_per) if cpu_per else None
     return out
+
+
+async def blast_heartbeats(
+    address: str, group: Group, members: list[IncrementalMember], args: argparse.Namespace
+) -> tuple[int, int, float]:
+    """The members (stopped) send heartbeats back to back for ``--heartbeat-seconds``, from
+    ``--heartbeat-generators`` processes of their own (one Python process saturates before a
+    server does): answered, errors, and the CPU seconds the processes used."""
+    shares = [members[i :: args.heartbeat_generators] for i in range(args.heartbeat_generators)]
+    start = time.time() + 1.0  # the processes start and connect first
+    work = [
+        {
+            "address": address,
+            "group_id": group.group_id,
+            "members": [[m.member_id, m.epoch] for m in share],
+            "start": start,
+            "seconds": args.heartbeat_seconds,
+        }
+        for share in shares
+        if share
+    ]
+    workers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--heartbeat-worker",
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_child_env(),
+            cwd=REPO,
+        )
+        for _ in work
+    ]
+    outputs = await asyncio.gather(
+        *(w.communicate(json.dumps(job).encode()) for w, job in zip(workers, work, strict=True))
+    )
+    answered = errors = 0
+    cpu_s = 0.0
+    for worker, (stdout, _) in zip(workers, outputs, strict=True):
+        if worker.returncode != 0:
+            raise BenchError(f"a heartbeat generator exited with {worker.returncode}")
+        result = json.loads(stdout)
+        answered += result["answered"]
+        errors += result["errors"]
+        cpu_s += result["cpu_s"]
+    return answered, errors, cpu_s
+
+
+def heartbeat_worker() -> int:
+    """One heartbeat generator (``--heartbeat-worker``): the job as JSON on stdin, the counts as
+    JSON on stdout."""
+    job = json.loads(sys.stdin.read())
+
+    async def run() -> dict[str, Any]:
+        conns = [await connect(job["address"]) for _ in job["members"]]
+        end = job["start"] + job["seconds"]
+        answered = errors = 0
+
+        async def beat(conn: Connection, member_id: str, epoch: int) -> None:
+            nonlocal answered, errors
+            await asyncio.sleep(max(0.0, job["start"] - time.time()))
+            while time.time() < end:
+                request = steady_heartbeat(job["group_id"], member_id, epoch)
+                reply = await conn.call(request, ConsumerGroupHeartbeatResponse)
+                if time.time() > end:
+                    break
+                if reply.error_code == 0:
+                    answered += 1
+                else:
+                    errors += 1
+
+        cpu0 = time.process_time()
+        await asyncio.gather(*(beat(c, m, e) for c, (m, e) in zip(conns, job["members"], strict=True)))
+        cpu_s = time.process_time() - cpu0
+        for conn in conns:
+            conn.close()
+        return {"answered": answered, "errors": errors, "cpu_s": cpu_s}
+
+    print(json.dumps(asyncio.run(run())))
+    return 0
 
 
 # --- a cross-check with real clients -----------------------------------------------------------
@@ -1907,6 +1979,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--heartbeat-members", type=int, default=100, help="members for the heartbeat rate (0: skip)"
     )
     p.add_argument("--heartbeat-seconds", type=float, default=5.0)
+    p.add_argument(
+        "--heartbeat-generators",
+        type=int,
+        default=2,
+        help="processes sending the heartbeats of the rate, the members split among them (one "
+        "Python process saturates before the servers do)",
+    )
+    p.add_argument("--heartbeat-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--heartbeat-repeats", type=int, default=3)
     p.add_argument(
         "--heartbeat-servers",
@@ -1963,6 +2043,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.serve_mock:
         return serve_mock(args)
+    if args.heartbeat_worker:
+        return heartbeat_worker()
     if args.render is not None:  # tables and goals again, from a stored report
         return render(json.loads(args.render.read_text()), args.render)
     output = args.output or DEFAULT_OUTPUT
