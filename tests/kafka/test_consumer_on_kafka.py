@@ -21,6 +21,8 @@ coordinator and librdkafka's mock; here the records, the offsets and the fencing
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -33,6 +35,7 @@ import pytest
 from coordinator_consumer import AssignedConsumer, ConsumerGroupMember
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from member_processes import MemberProcess, overlapping_ownership, running_members, wait_for
+from test_docs import python_blocks
 
 from coordinator_api import CommitFailedError, GroupError
 from coordinator_api.testing import KafkaCluster
@@ -495,3 +498,30 @@ def owned_counts(members: list[MemberProcess]) -> list[int]:
     if owned != list(range(12)):
         return []
     return sorted(len(m.owned) for m in live)
+
+
+def test_the_consumer_guide_reads_a_kafka_topic_as_written(kafka: KafkaCluster, tmp_path: Path) -> None:
+    # docs/consumer.md's first example, as written, given the cluster's address: it reads every
+    # record of `orders` and commits, then stops after five quiet polls.
+    (example,) = [code for code in python_blocks("consumer.md") if "KafkaConsumer(" in code]
+    kafka.create_topic("orders", partitions=3)
+    sent = produce(kafka, "orders", 3, 30)
+    script = tmp_path / "reader.py"
+    script.write_text(example)
+    result = subprocess.run(
+        [sys.executable, str(script), kafka.bootstrap_servers],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line.split(" ", 3) for line in result.stdout.splitlines()]
+    assert {(int(partition), int(offset)) for _, partition, offset, _ in lines} == sent
+    assert len(lines) == len(sent) and {topic for topic, *_ in lines} == {"orders"}
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        offsets = admin.list_group_offsets({"order-processors": None})["order-processors"]
+    finally:
+        admin.close()
+    assert {tp.partition: meta.offset for tp, meta in offsets.items()} == {p: 10 for p in range(3)}
