@@ -184,7 +184,8 @@ class SaslExchange:
         credentials = self._users.get(user, {})
         # Any SCRAM credential of the user checks the password (none is kept in plain).
         if not any(c.accepts(password, m) for m, c in credentials.items()):
-            raise self._failed()
+            # Kafka's PlainSaslServer says this (its SCRAM server, :meth:`_failed`).
+            raise AuthenticationFailed("Authentication failed: Invalid username or password")
         self.principal = f"User:{user}"
         return b""
 

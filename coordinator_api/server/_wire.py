@@ -308,8 +308,13 @@ def sasl_handshake_response(version: int, error: ErrorCode, mechanisms: list[str
 def sasl_authenticate_response(
     version: int, error: ErrorCode, message: str | None, token: bytes = b""
 ) -> Any:
+    # Kafka's broker answers a success with an empty message, not null.
     return SaslAuthenticateResponse(
-        version=version, error_code=error, error_message=message, auth_bytes=token, session_lifetime_ms=0
+        version=version,
+        error_code=error,
+        error_message="" if message is None else message,
+        auth_bytes=token,
+        session_lifetime_ms=0,
     )
 
 

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -50,6 +50,7 @@ __all__ = [
 _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
+_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # of a SASL listener (sasl_users)
 
 TEST_JVM_OPTIONS: Final[tuple[str, ...]] = (
     "-XX:+UseSerialGC",
@@ -190,6 +191,7 @@ class KafkaBroker:
     port: int
     controller_port: int
     directory: Path
+    sasl_port: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     paused: bool = False
 
@@ -197,6 +199,11 @@ class KafkaBroker:
     def address(self) -> str:
         """``127.0.0.1:PORT`` of its client listener."""
         return f"{_LOOPBACK}:{self.port}"
+
+    @property
+    def sasl_address(self) -> str | None:
+        """``127.0.0.1:PORT`` of its SASL_PLAINTEXT listener, if the cluster has one."""
+        return None if self.sasl_port is None else f"{_LOOPBACK}:{self.sasl_port}"
 
     @property
     def running(self) -> bool:
@@ -237,6 +244,11 @@ class KafkaCluster:
 
     :param brokers: how many nodes: 1, or 3 for fault tolerance (a majority must stay up).
     :param broker_config: extra ``server.properties`` entries for every node.
+    :param sasl_users: user name -> password: every node gets a second client listener,
+        SASL_PLAINTEXT (:attr:`sasl_bootstrap_servers`), where these users authenticate with
+        PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (their SCRAM credentials written when the storage
+        is formatted, as ``kafka-storage format --add-scram`` does). Brokers talk to each other
+        over PLAINTEXT.
     :param heap_mb: each broker's Java heap.
     :param jvm_options: the brokers' other JVM options (default :data:`TEST_JVM_OPTIONS`).
     :param cache_dir: where the jars are cached (see :func:`kafka_classpath`).
@@ -248,6 +260,7 @@ class KafkaCluster:
         brokers: int = 1,
         *,
         broker_config: dict[str, str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
         heap_mb: int = 256,
         jvm_options: Sequence[str] = TEST_JVM_OPTIONS,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -259,6 +272,13 @@ class KafkaCluster:
             raise ValueError(f"heap_mb={heap_mb} is too small for a Kafka broker (at least 64)")
         self._size = brokers
         self._broker_config = dict(broker_config or {})
+        self._sasl_users = dict(sasl_users or {})
+        for user, password in self._sasl_users.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.-]+", user) or not re.fullmatch(r"[A-Za-z0-9_.-]+", password):
+                raise ValueError(
+                    f"sasl_users: {user!r}: names and passwords of letters, digits, '_', '.' and '-' only "
+                    "(they are written into JAAS and kafka-storage arguments)"
+                )
         self._heap_mb = heap_mb
         self._jvm_options = tuple(jvm_options)
         self._cache_dir = cache_dir
@@ -283,7 +303,10 @@ class KafkaCluster:
             for node_id in range(1, self._size + 1):
                 directory = self._directory / f"broker-{node_id}"
                 (directory / "logs").mkdir(parents=True)
-                self._brokers[node_id] = KafkaBroker(node_id, _free_port(), _free_port(), directory)
+                sasl_port = _free_port() if self._sasl_users else None
+                self._brokers[node_id] = KafkaBroker(
+                    node_id, _free_port(), _free_port(), directory, sasl_port=sasl_port
+                )
             cluster_id = _kafka_uuid()
             for broker in self._brokers.values():
                 self._write_config(broker)
@@ -343,6 +366,16 @@ class KafkaCluster:
         if not self._brokers:
             raise RuntimeError("the KafkaCluster is not started")
         return ",".join(b.address for b in self.brokers)
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """Every node's SASL_PLAINTEXT listener, comma-separated (see ``sasl_users``)."""
+        if not self._brokers:
+            raise RuntimeError("the KafkaCluster is not started")
+        addresses = [b.sasl_address for b in self.brokers if b.sasl_address is not None]
+        if not addresses:
+            raise RuntimeError("this KafkaCluster has no SASL listener: give it sasl_users")
+        return ",".join(addresses)
 
     @property
     def jvm_options(self) -> tuple[str, ...]:
@@ -495,9 +528,29 @@ class KafkaCluster:
             "auto.create.topics.enable": "false",
             **self._broker_config,
         }
+        if broker.sasl_address is not None:
+            settings.update(self._sasl_settings(broker))
         text = "".join(f"{key}={value}\n" for key, value in settings.items())
         (broker.directory / "server.properties").write_text(text, encoding="utf-8")
         (broker.directory / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+
+    def _sasl_settings(self, broker: KafkaBroker) -> dict[str, str]:
+        """The SASL_PLAINTEXT listener beside PLAINTEXT, and its mechanisms' logins."""
+        plain_users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self._sasl_users.items()))
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        return {
+            "listeners": f"PLAINTEXT://{broker.address},SASL_PLAINTEXT://{broker.sasl_address},"
+            f"CONTROLLER://{_LOOPBACK}:{broker.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{broker.address},SASL_PLAINTEXT://{broker.sasl_address}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": ",".join(_SASL_MECHANISMS),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
+            ),
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+        }
 
     def _java(self, broker: KafkaBroker, main: str, *args: str) -> list[str]:
         return [
@@ -516,8 +569,14 @@ class KafkaCluster:
 
     def _format(self, broker: KafkaBroker, cluster_id: str) -> None:
         config = str(broker.directory / "server.properties")
+        scram = [
+            f"--add-scram={mechanism}=[name={user},password={password}]"
+            for user, password in sorted(self._sasl_users.items())
+            for mechanism in _SASL_MECHANISMS
+            if mechanism.startswith("SCRAM")
+        ]
         result = subprocess.run(
-            self._java(broker, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config),
+            self._java(broker, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config, *scram),
             capture_output=True,
             text=True,
             check=False,
