@@ -553,19 +553,7 @@ class IncrementalMember:
         self._lose_all()
         g = self.group
         g.requests += 1
-        request = ConsumerGroupHeartbeatRequest(
-            version=CONSUMER_GROUP_HEARTBEAT_VERSION,
-            group_id=g.group_id,
-            member_id=self.member_id,
-            member_epoch=-1,
-            instance_id=None,
-            rack_id=None,
-            rebalance_timeout_ms=-1,
-            subscribed_topic_names=None,
-            subscribed_topic_regex=None,
-            server_assignor=None,
-            topic_partitions=None,
-        )
+        request = steady_heartbeat(g.group_id, self.member_id, -1)  # epoch -1: leave
         reply = await asyncio.wait_for(self.conn.call(request, ConsumerGroupHeartbeatResponse), 60)
         if reply.error_code != 0:
             g.errors[f"leave: {_error_name(reply.error_code)}"] += 1
