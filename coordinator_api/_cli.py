@@ -125,6 +125,14 @@ def parse_topic(text: str) -> tuple[str, int]:
     return name, int(count)
 
 
+def parse_super_users(text: str) -> tuple[str, ...]:
+    """``super.users`` as Kafka writes it: principals separated by semicolons
+    (``User:admin;User:ops``)."""
+    from coordinator_api.server._acls import check_principal
+
+    return tuple(check_principal(p.strip(), what="super user") for p in text.split(";") if p.strip())
+
+
 def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """Read a TOML file with a ``[coordinator]`` table of settings and a ``[topics]`` table."""
     try:
@@ -170,6 +178,12 @@ def _serve(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
+    if args.authorizer:
+        settings["authorizer"] = True
+    if args.super_users is not None:
+        settings["super_users"] = parse_super_users(args.super_users)
+    if args.allow_everyone_if_no_acl_found:
+        settings["allow_everyone_if_no_acl_found"] = True
     for spec in args.topic:
         name, partitions = parse_topic(spec)
         topics[name] = partitions
@@ -547,6 +561,274 @@ def _unreachable(args: argparse.Namespace, exc: Exception) -> CoordinatorApiErro
     )
 
 
+# --- acls (kafka-acls) ------------------------------------------------------------------------
+
+#: The fields of each ACL in ``acls list --json`` (and ``add``/``remove --json``), in order.
+ACL_FIELDS = (
+    "resource_type",
+    "resource_name",
+    "pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission",
+)
+
+
+def _acl_operation(text: str) -> Any:
+    """An operation as kafka-acls spells it (Read, DescribeConfigs, All)."""
+    from coordinator_api.server._acls import AclOperation
+
+    wanted = text.replace("-", "").replace("_", "").lower()
+    for op in AclOperation:
+        if op.name.replace("_", "").lower() == wanted and op not in (AclOperation.ANY, AclOperation.UNKNOWN):
+            return op
+    names = ", ".join(
+        "".join(w.capitalize() for w in op.name.split("_"))
+        for op in AclOperation
+        if op not in (AclOperation.ANY, AclOperation.UNKNOWN)
+    )
+    raise ConfigurationError(f"--operation {text!r} is not an operation: give one of {names}")
+
+
+def _acl_resources(args: argparse.Namespace) -> list[tuple[Any, str]]:
+    from coordinator_api.server._acls import CLUSTER_NAME, ResourceType
+
+    chosen = [(ResourceType.GROUP, g) for g in args.group] + [(ResourceType.TOPIC, t) for t in args.topic]
+    if args.cluster:
+        chosen.append((ResourceType.CLUSTER, CLUSTER_NAME))
+    return chosen
+
+
+def _acl_entries(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
+    """(principal, host, permission) of each --allow/--deny principal and host, as kafka-acls
+    pairs them: every principal from every host given for its kind (default ``*``)."""
+    from coordinator_api.server._acls import WILDCARD, AclPermission
+
+    entries = []
+    for principals, hosts, permission in (
+        (args.allow_principal, args.allow_host, AclPermission.ALLOW),
+        (args.deny_principal, args.deny_host, AclPermission.DENY),
+    ):
+        if hosts and not principals:
+            kind = permission.name.lower()
+            raise ConfigurationError(f"--{kind}-host needs --{kind}-principal")
+        entries += [(p, h, permission) for p in principals for h in hosts or [WILDCARD]]
+    return entries
+
+
+def _acl_document(acl: Any) -> dict[str, str]:
+    return {
+        "resource_type": acl.resource_pattern.resource_type.name,
+        "resource_name": acl.resource_pattern.resource_name,
+        "pattern_type": acl.resource_pattern.pattern_type.name,
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation.name,
+        "permission": acl.permission_type.name,
+    }
+
+
+def _print_acls(args: argparse.Namespace, acls: Sequence[Any], *, verb: str = "") -> None:
+    documents = sorted((_acl_document(a) for a in acls), key=lambda d: tuple(d[f] for f in ACL_FIELDS))
+    if args.json:
+        print(json.dumps(documents, indent=2))
+        return
+    rows = [tuple(d[f] for f in ACL_FIELDS) for d in documents]
+    if verb:
+        for row in rows:
+            print(f"{verb} ACL: " + " ".join(row))
+    else:
+        _print_table(tuple(f.upper().replace("_", "-") for f in ACL_FIELDS), rows)
+
+
+def _acls(args: argparse.Namespace) -> int:
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourceType,
+    )
+    from kafka.errors import IncompatibleBrokerVersion, KafkaError, NoError, SecurityDisabledError
+
+    from coordinator_api.server._acls import AclBinding, check_principal
+
+    # Checked here, not by argparse, so that a bad value costs one line.
+    args.operation = [_acl_operation(op) for op in args.operation]
+    for principal in (
+        *args.allow_principal,
+        *args.deny_principal,
+        *([args.principal] if args.principal else []),
+    ):
+        check_principal(principal)
+    resources = _acl_resources(args)
+    entries = _acl_entries(args)
+    pattern = ACLResourcePatternType[args.resource_pattern_type.upper()]
+    if args.acls_command == "add":
+        if not resources or not entries or not args.operation:
+            raise ConfigurationError(
+                "acls add needs a resource (--group, --topic or --cluster), a principal (--allow-principal "
+                "or --deny-principal) and an --operation"
+            )
+        for (kind, name), (principal, host, permission), op in (
+            (r, e, o) for r in resources for e in entries for o in args.operation
+        ):  # checked here, so that nothing is sent unless all are valid
+            AclBinding.of(
+                resource_type=kind,
+                name=name,
+                pattern_type=pattern.value,
+                principal=principal,
+                host=host,
+                operation=op,
+                permission=permission,
+            )
+    elif args.acls_command == "remove" and not resources:
+        raise ConfigurationError("acls remove needs a resource: --group, --topic or --cluster")
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=args.bootstrap_server,
+            client_id="coordinator-api-acls",
+            request_timeout_ms=args.timeout_ms,
+            bootstrap_timeout_ms=args.timeout_ms,
+            **_client_settings(args.command_config),
+        )
+    except KafkaError as exc:
+        raise _unreachable(args, exc) from exc
+    try:
+        if args.acls_command == "add":
+            wanted = [
+                ACL(
+                    principal,
+                    host,
+                    ACLOperation(op.value),
+                    ACLPermissionType(permission.value),
+                    ResourcePattern(ResourceType(kind.value), name, pattern),
+                )
+                for kind, name in resources
+                for principal, host, permission in entries
+                for op in args.operation
+            ]
+            result = admin.create_acls(wanted)
+            if result["failed"]:
+                if all(error is SecurityDisabledError for error in result["failed"]):
+                    raise _no_authorizer(args)
+                reasons = sorted({error.message for error in result["failed"]})
+                raise CoordinatorApiError(
+                    f"{args.bootstrap_server} refused {len(result['failed'])} of {len(wanted)} ACL(s): "
+                    + ", ".join(reasons)
+                )
+            _print_acls(args, wanted, verb="added")
+            return 0
+        filters = _acl_filters(args, resources, entries, pattern)
+        if args.acls_command == "list":
+            found: list[Any] = []
+            for chosen in filters:
+                found += [a for a in admin.describe_acls(chosen)[0] if a not in found]
+            _print_acls(args, found)
+            return 0
+        removed: list[Any] = []
+        for _, matched, error in admin.delete_acls(filters):
+            if error is SecurityDisabledError:
+                raise _no_authorizer(args)
+            if error is not NoError:
+                raise CoordinatorApiError(f"{args.bootstrap_server} answered {error.message}")
+            removed += [a for a in matched if a not in removed]
+        _print_acls(args, removed, verb="removed")
+        return 0
+    except (IncompatibleBrokerVersion, SecurityDisabledError) as exc:
+        raise _no_authorizer(args) from exc
+    except KafkaError as exc:
+        raise _server_error(args, exc) from exc
+    finally:
+        admin.close()
+
+
+def _no_authorizer(args: argparse.Namespace) -> CoordinatorApiError:
+    return CoordinatorApiError(
+        f"{args.bootstrap_server} has no authorizer, so no ACLs (the embedded coordinator: serve "
+        "--authorizer; a Kafka cluster: authorizer.class.name)"
+    )
+
+
+def _acl_filters(
+    args: argparse.Namespace,
+    resources: list[tuple[Any, str]],
+    entries: list[tuple[str, str, Any]],
+    pattern: Any,
+) -> list[Any]:
+    """The filters of ``acls list`` and ``acls remove``, as kafka-acls builds them: every ACL of
+    each resource given (of every resource without one), narrowed to the principals, hosts and
+    operations given."""
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType
+
+    patterns = [
+        ResourcePatternFilter(ResourceType(kind.value), name, pattern) for kind, name in resources
+    ] or [ResourcePatternFilter(ResourceType.ANY, None, type(pattern).ANY)]
+    who: list[tuple[str | None, str | None, Any]] = [
+        (p, h, ACLPermissionType(perm.value)) for p, h, perm in entries
+    ] or [(args.principal, None, ACLPermissionType.ANY)]
+    operations = [ACLOperation(op.value) for op in args.operation] or [ACLOperation.ANY]
+    return [
+        ACLFilter(principal, host, op, permission, chosen)
+        for chosen in patterns
+        for principal, host, permission in who
+        for op in operations
+    ]
+
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _client_settings(path: str | None) -> dict[str, Any]:
+    """kafka-python's settings from a client properties file (``--command-config``, as Kafka's
+    tools take it): security.protocol, sasl.mechanism, the user and password (sasl.username and
+    sasl.password, or Java's sasl.jaas.config), ssl.ca.location."""
+    if path is None:
+        return {}
+    import re
+
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read --command-config {path}: {exc}") from None
+    props = {}
+    for raw in lines:
+        line = raw.strip()
+        if line and not line.startswith(("#", "!")):
+            key, sep, value = line.partition("=")
+            if not sep:
+                raise ConfigurationError(f"--command-config {path}: {line!r} is not KEY=VALUE")
+            props[key.strip()] = value.strip()
+    settings: dict[str, Any] = {}
+    names = {
+        "security.protocol": "security_protocol",
+        "sasl.mechanism": "sasl_mechanism",
+        "sasl.username": "sasl_plain_username",
+        "sasl.password": "sasl_plain_password",
+        "ssl.ca.location": "ssl_cafile",
+    }
+    for key, value in props.items():
+        if key == "security.protocol" and value.upper() not in _SECURITY_PROTOCOLS:
+            known = ", ".join(_SECURITY_PROTOCOLS)
+            raise ConfigurationError(
+                f"--command-config {path}: security.protocol {value!r} is not one of {known}"
+            )
+        if key in names:
+            settings[names[key]] = value.upper() if key == "security.protocol" else value
+        elif key == "sasl.jaas.config":
+            for field in ("username", "password"):
+                found = re.search(rf'{field}="([^"]*)"', value)
+                if found:
+                    settings[f"sasl_plain_{field}"] = found.group(1)
+        else:
+            known = ", ".join([*names, "sasl.jaas.config"])
+            raise ConfigurationError(f"--command-config {path}: unknown property {key!r}; known: {known}")
+    return settings
+
+
 def _plugins(args: argparse.Namespace) -> int:
     report, failed = plugins_report()
     print(report, end="")
@@ -777,6 +1059,26 @@ def build_parser() -> argparse.ArgumentParser:
         "(default none)",
     )
     serve.add_argument(
+        "--authorizer",
+        action="store_true",
+        default=None,
+        help="check every request against the ACLs (`coordinator-api acls`) of the principal that sent it, "
+        "as a Kafka broker with authorizer.class.name=StandardAuthorizer does (default: off, every client "
+        "may do everything)",
+    )
+    serve.add_argument(
+        "--super-users",
+        metavar="LIST",
+        help="super.users: principals allowed everything, separated by semicolons (User:admin;User:ops)",
+    )
+    serve.add_argument(
+        "--allow-everyone-if-no-acl-found",
+        action="store_true",
+        default=None,
+        help="allow.everyone.if.no.acl.found: a resource no ACL names is open to everyone (default: only "
+        "to super users)",
+    )
+    serve.add_argument(
         "--topic",
         action="append",
         default=[],
@@ -922,8 +1224,91 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("user", help="the user name")
     remove.add_argument("--users-file", required=True, help="the users file")
     remove.set_defaults(func=_users_remove)
+    _add_acls_commands(commands, anywhere)
     add_plugin_commands(commands)
     return parser
+
+
+def _add_acls_commands(commands: Any, anywhere: list[argparse.ArgumentParser]) -> None:
+    acls = commands.add_parser(
+        "acls",
+        help="add, list and remove ACLs (kafka-acls)",
+        description="The ACLs of the embedded coordinator (serve --authorizer) or of any Kafka cluster with "
+        "an authorizer, as kafka-acls manages them: who (--allow-principal/--deny-principal, from "
+        "--allow-host/--deny-host) may do what (--operation) on which groups, topics or the cluster. "
+        "Listing needs the cluster's DESCRIBE permission, changing them its ALTER permission.",
+        parents=anywhere,
+    )
+    actions = acls.add_subparsers(dest="acls_command", required=True)
+    server = _server_flags()
+    server.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="client properties, as Kafka's tools take them: security.protocol, sasl.mechanism, "
+        "sasl.username and sasl.password (or sasl.jaas.config), ssl.ca.location",
+    )
+    for name, help_text, patterns in (
+        ("add", "add ACLs: every principal x host x operation x resource given", ("literal", "prefixed")),
+        (
+            "list",
+            "list ACLs: all, or those of the resources, --principal and --operation given",
+            ("any", "match", "literal", "prefixed"),
+        ),
+        (
+            "remove",
+            "remove the ACLs of the resources given, or only those of the principals, hosts and "
+            "operations given",
+            ("any", "match", "literal", "prefixed"),
+        ),
+    ):
+        action = actions.add_parser(
+            name,
+            help=help_text,
+            description=help_text[0].upper() + help_text[1:] + ".",
+            parents=[*anywhere, server],
+        )
+        action.add_argument(
+            "--group", action="append", default=[], metavar="GROUP", help="a group (repeatable)"
+        )
+        action.add_argument(
+            "--topic", action="append", default=[], metavar="TOPIC", help="a topic (repeatable)"
+        )
+        action.add_argument("--cluster", action="store_true", help="the cluster (kafka-cluster)")
+        action.add_argument(
+            "--resource-pattern-type",
+            choices=patterns,
+            default="literal",
+            help=f"how the names given name resources: {', '.join(patterns)} (default literal: the name "
+            "itself or the wildcard *; prefixed: every name that starts with it"
+            + ("; match: every pattern that names it; any: every pattern" if "any" in patterns else "")
+            + ")",
+        )
+        action.add_argument(
+            "--operation",
+            action="append",
+            default=[],
+            metavar="OP",
+            help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
+            "AlterConfigs, IdempotentWrite or All (repeatable)",
+        )
+        for kind in ("allow", "deny"):
+            action.add_argument(
+                f"--{kind}-principal",
+                action="append",
+                default=[],
+                metavar="PRINCIPAL",
+                help=f"User:NAME, or User:* for every user, to {kind} (repeatable)",
+            )
+            action.add_argument(
+                f"--{kind}-host",
+                action="append",
+                default=[],
+                metavar="HOST",
+                help=f"an address the {kind} principals connect from, or * (repeatable; default *)",
+            )
+        if name == "list":
+            action.add_argument("--principal", help="only the ACLs of this principal (User:NAME)")
+        action.set_defaults(func=_acls, principal=None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

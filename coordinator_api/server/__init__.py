@@ -2,7 +2,8 @@
 
 It speaks Kafka's wire protocol for ApiVersions, Metadata, FindCoordinator, the classic group
 APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), offsets (OffsetCommit, OffsetFetch) and
-group and topic administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics), so
+group and topic administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics) and
+ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with ``CoordinatorConfig(authorizer=True)``), so
 any Kafka client can use it for group membership. It is a coordinator, not a log: Produce,
 Fetch and ListOffsets are answered with an error.
 """

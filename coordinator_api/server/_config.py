@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from coordinator_api._errors import ConfigurationError
+from coordinator_api.server._acls import check_principal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +74,14 @@ class CoordinatorConfig:
         consumer groups may ask for, found in the plugin registry (protocol type ``consumer``);
         the first is the default.
     :param consumer_group_max_size: ``group.consumer.max.size``; ``None`` means unlimited.
+    :param authorizer: ``authorizer.class.name`` set to Kafka's ``StandardAuthorizer``: every
+        request is checked against the ACLs (``coordinator-api acls``, or Kafka's
+        ``kafka-acls``) of the principal that sent it, as a Kafka broker checks it
+        (docs/operations.md, "ACLs"). Off: every client may do everything, and the ACL APIs
+        answer SECURITY_DISABLED.
+    :param super_users: ``super.users``: principals (``User:admin``) allowed everything.
+    :param allow_everyone_if_no_acl_found: ``allow.everyone.if.no.acl.found``: a resource no
+        ACL names is open to everyone (default: closed to all but super users).
     :param node_id: the broker id this coordinator reports for itself.
     :param cluster_id: the cluster id reported in Metadata.
     """
@@ -99,10 +108,24 @@ class CoordinatorConfig:
     consumer_group_heartbeat_interval_ms: int = 5_000
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_group_max_size: int | None = None
+    authorizer: bool = False
+    super_users: tuple[str, ...] = ()
+    allow_everyone_if_no_acl_found: bool = False
     node_id: int = 0
     cluster_id: str = "coordinator-api"
 
     def __post_init__(self) -> None:
+        for name in ("authorizer", "allow_everyone_if_no_acl_found"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if isinstance(self.super_users, list):  # as a config file gives it
+            object.__setattr__(self, "super_users", tuple(self.super_users))
+        if not isinstance(self.super_users, tuple):
+            raise ConfigurationError(
+                f"super_users must be a list of principals (User:NAME), got {self.super_users!r}"
+            )
+        for principal in self.super_users:
+            check_principal(principal, what="super user")
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name.endswith("_ms") and (not isinstance(value, int) or value < 0):

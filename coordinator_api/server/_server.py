@@ -16,7 +16,7 @@ import itertools
 import logging
 import sqlite3
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,16 @@ from coordinator_api._plugins._manager import installed_plugins
 from coordinator_api._plugins._registry import ServerAssignor
 from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server import _wire
+from coordinator_api.server._acls import AclBinding, AclOperation, Authorizer, InvalidAclError, ResourceType
+from coordinator_api.server._authorization import Refused, Requester, authorize_request, offset_fetch
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
     CreateTopicsResult,
     Effects,
     MembershipEvent,
     OffsetFetchResult,
+    Request,
+    Result,
     Topic,
 )
 from coordinator_api.server._sasl import AuthenticationFailed, SaslExchange, SaslSettings
@@ -45,6 +49,10 @@ membership_log = logging.getLogger("coordinator_api.server.membership")
 _API_KEY_VALUES = frozenset(ApiKey)
 # What a connection may send before it has authenticated, on a listener with SASL.
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+# Kafka's answers to the ACL APIs on a broker without an authorizer, and to a client without
+# the cluster permission they need.
+_NO_AUTHORIZER = "No Authorizer is configured."
+_CLUSTER_REFUSED = "Cluster authorization failed."
 
 
 def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
@@ -123,6 +131,13 @@ class CoordinatorServer:
             resource_assignors=resource_server_assignors(),
             stores_state=self._data_dir is not None,
         )
+        # authorizer.class.name: the ACLs in force, or None when every client may do everything.
+        self.acls: Authorizer | None = None
+        if self.config.authorizer:
+            self.acls = Authorizer(
+                super_users=self.config.super_users,
+                allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
+            )
         self._store: SqliteStore | None = None
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -132,7 +147,9 @@ class CoordinatorServer:
         # connections not read for now because they hold a large share of them.
         self.held_request_bytes = 0
         self._over_budget: set[_Connection] = set()
-        self._inflight: dict[int, tuple[_Connection, _wire.Frame]] = {}
+        # Each request parked in the state machine: its connection, its frame, and what puts the
+        # parts the authorizer refused back into its result.
+        self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
         self._every_topic = _wire.EveryTopicMetadataCache()
@@ -160,6 +177,8 @@ class CoordinatorServer:
                 consumer_groups=self._store.load_consumer_groups(),
                 now_ms=self._now_ms(),
             )
+            if self.acls is not None:
+                self.acls.add(self._store.load_acls())
         for name, partitions in self._declared_topics.items():
             existing = self.state.topic(name)
             if existing is not None:
@@ -290,10 +309,11 @@ class CoordinatorServer:
                         entry[0].close("state could not be stored")
                 self._reschedule()
                 return
-        for ref, result in fx.replies:
+        for ref, answered in fx.replies:
             entry = self._inflight.pop(ref, None) if isinstance(ref, int) else None
             if entry is not None:
-                conn, frame = entry
+                conn, frame, merge = entry
+                result = merge(answered) if merge is not None else answered
                 if frame.api_key in self._heartbeats.APIS and not log.isEnabledFor(logging.DEBUG):
                     conn.finish(frame, self._heartbeats.response(frame, result))
                 else:
@@ -336,7 +356,7 @@ class CoordinatorServer:
             if debug:
                 log.debug("request from %s: %r", conn.client_host, message)
             try:
-                answer = self._answer(frame, message)
+                answer = self._answer(conn, frame, message)
             except (TypeError, AttributeError, ValueError) as exc:
                 raise _wire.MalformedRequest(
                     f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: "
@@ -346,10 +366,23 @@ class CoordinatorServer:
                 answer = _wire.encode(frame, answer)
             conn.finish(frame, answer)
             return
+        merge = None
+        if self.acls is not None:
+            decision = authorize_request(self._requester(conn), request)
+            if isinstance(decision, Refused):
+                # The state machine never sees a refused request: nothing changes in any group.
+                conn.finish(frame, _wire.to_response(frame, decision.result))
+                return
+            request, merge = decision.request, decision.merge
         ref = next(self._refs)
-        self._inflight[ref] = (conn, frame)
+        self._inflight[ref] = (conn, frame, merge)
         conn.busy_ref = ref
         self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _requester(self, conn: _Connection) -> Requester:
+        assert self.acls is not None
+        assert conn.principal is not None
+        return Requester(self.acls, conn.principal, conn.client_host.lstrip("/"))
 
     def _authenticate(self, conn: _Connection, frame: _wire.Frame, message: Any) -> None:
         """SaslHandshake and SaslAuthenticate, as Kafka's brokers answer them; a failed
@@ -394,22 +427,32 @@ class CoordinatorServer:
         response = _wire.sasl_authenticate_response(frame.api_version, ErrorCode.NONE, None, token)
         conn.finish(frame, _wire.encode(frame, response))
 
-    def _answer(self, frame: _wire.Frame, message: Any) -> Any:
+    def _answer(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
         """The answer to a request the shell handles itself (None: no answer is expected; bytes:
         already encoded)."""
         key = ApiKey(frame.api_key)
         if key is ApiKey.API_VERSIONS:
             return _wire.api_versions_response(frame.api_version)
         if key is ApiKey.METADATA:
-            return self._metadata(frame, message)
+            return self._metadata(conn, frame, message)
         if key is ApiKey.FIND_COORDINATOR:
+            refused: frozenset[str] = frozenset()
+            if self.acls is not None and message.key_type == 0:
+                who = self._requester(conn)
+                keys = _wire.coordinator_keys(frame.api_version, message)
+                refused = frozenset(
+                    k for k in keys if not who.may(AclOperation.DESCRIBE, ResourceType.GROUP, k)
+                )
             return _wire.find_coordinator_response(
                 frame.api_version,
                 message,
                 node_id=self.config.node_id,
                 host=self._advertised_host,
                 port=self.port,
+                refused=refused,
             )
+        if key in _wire.ACL_APIS:
+            return self._acl_request(conn, frame, message)
         if key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
             # acks=0: the producer expects no response.
             if key is ApiKey.PRODUCE and message.acks == 0:
@@ -418,21 +461,56 @@ class CoordinatorServer:
         # OffsetFetch v8+ asks for several groups at once; reads only, answered at once.
         now = self._now_ms()
         results: list[tuple[str, OffsetFetchResult]] = []
-        for group_fetch in _wire.offset_fetch_groups(message):
+        for asked in _wire.offset_fetch_groups(message):
+            group_fetch: Request = asked
+            merge: _Merge | None = None
+            if self.acls is not None:
+                decision = offset_fetch(self._requester(conn), asked)
+                if isinstance(decision, Refused):
+                    assert isinstance(decision.result, OffsetFetchResult)
+                    results.append((asked.group_id, decision.result))
+                    continue
+                group_fetch, merge = decision.request, decision.merge
             fx = self.state.handle(None, group_fetch, now)
             result = fx.replies[0][1]
+            if merge is not None:
+                result = merge(result)
             assert isinstance(result, OffsetFetchResult)
-            results.append((group_fetch.group_id, result))
+            results.append((asked.group_id, result))
         return _wire.offset_fetch_batch_response(frame, results)
 
-    def _metadata(self, frame: _wire.Frame, message: Any) -> Any:
+    def _metadata(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
+        who = self._requester(conn) if self.acls is not None else None
+        every_topic = _wire.asks_for_every_topic(frame.api_version, message)
+        refused: set[str] = set()
+        if who is not None and not every_topic:
+            # KafkaApis: a topic the client may not describe is answered TOPIC_AUTHORIZATION_FAILED.
+            by_id = {t.topic_id: t.name for t in self.state.topics()}
+            for asked in message.topics:
+                topic_id = getattr(asked, "topic_id", None)
+                name = asked.name
+                if topic_id is not None and topic_id.int != 0:
+                    name = by_id.get(topic_id.bytes)
+                if name is not None and not who.may(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                    refused.add(name)
         if self.config.auto_create_topics and message.topics:
             allowed = frame.api_version < 4 or message.allow_auto_topic_creation
+            may_create_any = who is None or who.may(AclOperation.CREATE, ResourceType.CLUSTER)
             for requested in message.topics:
                 name = requested.name
-                if allowed and name is not None and self.state.topic(name) is None:
-                    self.create_topic(name, self.config.default_num_partitions)
+                if allowed and name is not None and name not in refused and self.state.topic(name) is None:
+                    if may_create_any or (
+                        who is not None and who.may(AclOperation.CREATE, ResourceType.TOPIC, name)
+                    ):
+                        self.create_topic(name, self.config.default_num_partitions)
+                    else:
+                        refused.add(name)  # auto-creation needs CREATE, as on Kafka
         topics: dict[str, Topic] = {t.name: t for t in self.state.topics()}
+        if who is not None and every_topic:
+            # Every topic: those the client may not describe are left out.
+            topics = {
+                n: t for n, t in topics.items() if who.may(AclOperation.DESCRIBE, ResourceType.TOPIC, n)
+            }
 
         def make() -> Any:
             return _wire.metadata_response(
@@ -443,11 +521,86 @@ class CoordinatorServer:
                 host=self._advertised_host,
                 port=self.port,
                 cluster_id=self.config.cluster_id,
+                refused=frozenset(refused),
             )
 
-        if _wire.asks_for_every_topic(frame.api_version, message):
+        if every_topic and who is None:
             return self._every_topic.response(frame, len(topics), make)
         return make()
+
+    def _acl_request(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
+        """DescribeAcls, CreateAcls and DeleteAcls, as Kafka's brokers answer them: SECURITY_DISABLED
+        without an authorizer; CLUSTER DESCRIBE (describe) or CLUSTER ALTER (create, delete) needed;
+        changes stored (and synced) in the data directory before they are answered."""
+        key, v = ApiKey(frame.api_key), frame.api_version
+        acls = self.acls
+        text: str | None
+        if acls is None:
+            error, text = ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER
+        else:
+            needed = AclOperation.DESCRIBE if key is ApiKey.DESCRIBE_ACLS else AclOperation.ALTER
+            allowed = self._requester(conn).may(needed, ResourceType.CLUSTER)
+            error, text = (
+                (ErrorCode.NONE, None)
+                if allowed
+                else (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
+            )
+        if key is ApiKey.DESCRIBE_ACLS:
+            if error is not ErrorCode.NONE or acls is None:
+                return _wire.describe_acls_response(v, error, text, [])
+            try:
+                chosen = _wire.acl_filter(message)
+            except InvalidAclError as invalid:
+                return _wire.describe_acls_response(v, ErrorCode.INVALID_REQUEST, str(invalid), [])
+            return _wire.describe_acls_response(v, ErrorCode.NONE, None, acls.bindings(chosen))
+        if key is ApiKey.CREATE_ACLS:
+            if error is not ErrorCode.NONE or acls is None:
+                return _wire.create_acls_response(v, [(error, text)] * len(message.creations))
+            outcomes: list[tuple[ErrorCode, str | None]] = []
+            valid: list[AclBinding] = []
+            for creation in message.creations:
+                try:
+                    valid.append(_wire.acl_creation(creation))
+                    outcomes.append((ErrorCode.NONE, None))
+                except InvalidAclError as invalid:
+                    outcomes.append((ErrorCode.INVALID_REQUEST, str(invalid)))
+            new = sorted({b for b in valid if b not in acls})
+            if not self._store_acls(conn, added=new, removed=[]):
+                return None
+            for binding in acls.add(new):
+                log.info("ACL added by %s: %s", conn.principal, _acl_words(binding))
+            return _wire.create_acls_response(v, outcomes)
+        if error is not ErrorCode.NONE or acls is None:
+            return _wire.delete_acls_response(v, [(error, text, [])] * len(message.filters))
+        results: list[tuple[ErrorCode, str | None, list[AclBinding]]] = []
+        removed: set[AclBinding] = set()
+        for entry in message.filters:
+            try:
+                matched = acls.bindings(_wire.acl_filter(entry))
+            except InvalidAclError as invalid:
+                results.append((ErrorCode.INVALID_REQUEST, str(invalid), []))
+                continue
+            results.append((ErrorCode.NONE, None, matched))
+            removed.update(matched)
+        if not self._store_acls(conn, added=[], removed=sorted(removed)):
+            return None
+        acls.remove(removed)
+        for binding in sorted(removed):
+            log.info("ACL removed by %s: %s", conn.principal, _acl_words(binding))
+        return _wire.delete_acls_response(v, results)
+
+    def _store_acls(self, conn: _Connection, *, added: list[AclBinding], removed: list[AclBinding]) -> bool:
+        """Store an ACL change before it is made and answered; False (and the connection closed,
+        so its client retries) if it could not be stored."""
+        if self._store is None or not (added or removed):
+            return True
+        try:
+            self._store.change_acls(added, removed)
+        except sqlite3.Error:
+            log.exception("could not store an ACL change; closing the connection that asked for it")
+            conn.close("state could not be stored")
+            return False
+        return True
 
     def release(self, ref: int) -> None:
         """The client of a request held in the state machine sent another one."""
@@ -488,6 +641,16 @@ class CoordinatorServer:
         ref = conn.busy_ref
         if ref is not None and self._inflight.pop(ref, None) is not None:
             self._apply(self.state.abandon(ref, self._now_ms()))
+
+
+_Merge = Callable[[Result], Result]
+
+
+def _acl_words(b: AclBinding) -> str:
+    return (
+        f"{b.permission.name} {b.principal} from {b.host} {b.operation.name} on "
+        f"{b.resource_type.name} {b.pattern_type.name} {b.name!r}"
+    )
 
 
 def _is_loopback(host: str) -> bool:

@@ -1,4 +1,4 @@
-"""Durable coordinator state in SQLite: topics, group metadata and committed offsets.
+"""Durable coordinator state in SQLite: topics, group metadata, committed offsets and ACLs.
 
 The shell applies a step's writes in one transaction before it sends that step's replies, so
 an acknowledged offset commit or assignment survives a crash of the process or the machine
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from coordinator_api._errors import CoordinatorStartError
+from coordinator_api.server._acls import AclBinding
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDowngraded,
@@ -75,6 +76,16 @@ CREATE TABLE IF NOT EXISTS offsets (
     leader_epoch INTEGER NOT NULL,
     metadata TEXT,
     PRIMARY KEY (group_id, topic, partition)
+);
+CREATE TABLE IF NOT EXISTS acls (
+    resource_type INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    pattern_type INTEGER NOT NULL,
+    principal TEXT NOT NULL,
+    host TEXT NOT NULL,
+    operation INTEGER NOT NULL,
+    permission INTEGER NOT NULL,
+    PRIMARY KEY (resource_type, name, pattern_type, principal, host, operation, permission)
 );
 """
 
@@ -207,6 +218,42 @@ def _offset(
         raise TypeError(f"row {values!r}")
     return group_id, CommittedOffset(
         topic=topic, partition=partition, offset=offset, leader_epoch=leader_epoch, metadata=metadata
+    )
+
+
+def _acl(
+    name: Any,
+    resource_type: Any,
+    pattern_type: Any,
+    principal: Any,
+    host: Any,
+    operation: Any,
+    permission: Any,
+) -> AclBinding:
+    if not all(isinstance(v, str) for v in (name, principal, host)):
+        raise TypeError(
+            f"row {(name, resource_type, pattern_type, principal, host, operation, permission)!r}"
+        )
+    return AclBinding.of(
+        resource_type=int(resource_type),
+        name=name,
+        pattern_type=int(pattern_type),
+        principal=principal,
+        host=host,
+        operation=int(operation),
+        permission=int(permission),
+    )
+
+
+def _acl_row(b: AclBinding) -> tuple[int, str, int, str, str, int, int]:
+    return (
+        int(b.resource_type),
+        b.name,
+        int(b.pattern_type),
+        b.principal,
+        b.host,
+        int(b.operation),
+        int(b.permission),
     )
 
 
@@ -421,6 +468,35 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO topics (name, partitions, topic_id) VALUES (?, ?, ?)",
                         (write.name, write.partitions, write.topic_id),
                     )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def load_acls(self) -> list[AclBinding]:
+        """The ACLs stored (a row that is not a valid binding is skipped, with a warning)."""
+        rows = self._db.execute(
+            "SELECT name, resource_type, pattern_type, principal, host, operation, permission FROM acls "
+            "ORDER BY resource_type, name, pattern_type, principal, host, operation, permission"
+        )
+        return list(self._readable("ACL on resource", rows, _acl))
+
+    def change_acls(self, added: Iterable[AclBinding], removed: Iterable[AclBinding]) -> None:
+        """Store ACLs added and forget ACLs removed, in one transaction, synced to disk before
+        it returns (the caller acknowledges the change after)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT OR IGNORE INTO acls (resource_type, name, pattern_type, principal, host, operation, "
+                "permission) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [_acl_row(b) for b in added],
+            )
+            db.executemany(
+                "DELETE FROM acls WHERE resource_type = ? AND name = ? AND pattern_type = ? "
+                "AND principal = ? AND host = ? AND operation = ? AND permission = ?",
+                [_acl_row(b) for b in removed],
+            )
         except BaseException:
             db.execute("ROLLBACK")
             raise

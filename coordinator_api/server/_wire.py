@@ -14,10 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    CreateAclsRequest,
+    CreateAclsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ListGroupsRequest,
@@ -58,6 +64,7 @@ from kafka.protocol.sasl import (
 )
 
 from coordinator_api._protocol import ApiKey, ErrorCode
+from coordinator_api.server._acls import AclBinding, AclBindingFilter
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
@@ -212,7 +219,13 @@ _CORRELATION_ID = struct.Struct(">i")
 # --- answered by the shell without the state machine -----------------------------------------
 
 
+#: The ACL APIs (answered SECURITY_DISABLED without the authorizer, as Kafka's brokers do).
+ACL_APIS = frozenset({ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS})
+
+
 def api_versions_response(version: int, error: ErrorCode = ErrorCode.NONE) -> Any:
+    """The APIs and versions served (the ACL APIs too, with or without the authorizer, as
+    Kafka's brokers list them)."""
     return ApiVersionsResponse(
         version=version,
         error_code=error,
@@ -235,7 +248,10 @@ def metadata_response(
     host: str,
     port: int,
     cluster_id: str,
+    refused: frozenset[str] = frozenset(),
 ) -> Any:
+    """Metadata of ``topics``; the topics named in ``refused`` (which the client may not
+    describe) are answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers them."""
     partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
     listed = []
     if asks_for_every_topic(version, request):
@@ -252,7 +268,17 @@ def metadata_response(
                 names.append(asked.name)
                 continue
             name = by_id.get(topic_id.bytes) if topic_id is not None else None
-            if name is not None:
+            if name is not None and name in refused:
+                # Topic ids are not secret (KafkaApis): refused by id, without the name.
+                listed.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        name=None,
+                        topic_id=topic_id,
+                        partitions=[],
+                    )
+                )
+            elif name is not None:
                 names.append(name)
             else:
                 listed.append(
@@ -262,6 +288,16 @@ def metadata_response(
                 )
     for name in names:
         topic = topics.get(name)
+        if name in refused:
+            listed.append(
+                MetadataResponse.MetadataResponseTopic(
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    name=name,
+                    is_internal=False,
+                    partitions=[],
+                )
+            )
+            continue
         if topic is None:
             listed.append(
                 MetadataResponse.MetadataResponseTopic(
@@ -344,26 +380,42 @@ class EveryTopicMetadataCache:
         return bytes(framed)
 
 
-def find_coordinator_response(version: int, request: Any, *, node_id: int, host: str, port: int) -> Any:
+def coordinator_keys(version: int, request: Any) -> list[str]:
+    """The keys a FindCoordinator asks about (one before v4)."""
+    return list(request.coordinator_keys) if version >= 4 else [request.key]
+
+
+def find_coordinator_response(
+    version: int, request: Any, *, node_id: int, host: str, port: int, refused: frozenset[str] = frozenset()
+) -> Any:
+    """This coordinator for every group key; the keys in ``refused`` (groups the client may not
+    describe) are answered GROUP_AUTHORIZATION_FAILED."""
     # Key type 0 is a group; 1 (transactions) and 2 (share groups) are not coordinated here.
     error = ErrorCode.NONE if request.key_type == 0 else ErrorCode.INVALID_REQUEST
     message = None if error is ErrorCode.NONE else "only group coordinators are found here"
+
+    def answer(key: str) -> tuple[ErrorCode, str | None]:
+        if error is ErrorCode.NONE and key in refused:
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED_MESSAGE
+        return error, message
+
     if version >= 4:
-        return FindCoordinatorResponse(
-            version=version,
-            throttle_time_ms=0,
-            coordinators=[
+        coordinators = []
+        for key in request.coordinator_keys:
+            key_error, key_message = answer(key)
+            ok = key_error is ErrorCode.NONE
+            coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key,
-                    node_id=node_id if error is ErrorCode.NONE else -1,
-                    host=host if error is ErrorCode.NONE else "",
-                    port=port if error is ErrorCode.NONE else -1,
-                    error_code=error,
-                    error_message=message,
+                    node_id=node_id if ok else -1,
+                    host=host if ok else "",
+                    port=port if ok else -1,
+                    error_code=key_error,
+                    error_message=key_message,
                 )
-                for key in request.coordinator_keys
-            ],
-        )
+            )
+        return FindCoordinatorResponse(version=version, throttle_time_ms=0, coordinators=coordinators)
+    error, message = answer(request.key)
     ok = error is ErrorCode.NONE
     return FindCoordinatorResponse(
         version=version,
@@ -373,6 +425,109 @@ def find_coordinator_response(version: int, request: Any, *, node_id: int, host:
         node_id=node_id if ok else -1,
         host=host if ok else "",
         port=port if ok else -1,
+    )
+
+
+#: Kafka's message of GROUP_AUTHORIZATION_FAILED (``Errors``).
+GROUP_AUTHORIZATION_FAILED_MESSAGE = "Group authorization failed."
+
+
+# --- ACLs: DescribeAcls, CreateAcls, DeleteAcls ------------------------------------------------
+
+
+def acl_filter(entry: Any) -> AclBindingFilter:
+    """The filter of a DescribeAcls request, or of one entry of a DeleteAcls request.
+
+    :raises InvalidAclError: a value Kafka refuses in a filter.
+    """
+    return AclBindingFilter.of(
+        resource_type=entry.resource_type_filter,
+        name=entry.resource_name_filter,
+        pattern_type=entry.pattern_type_filter,
+        principal=entry.principal_filter,
+        host=entry.host_filter,
+        operation=entry.operation,
+        permission=entry.permission_type,
+    )
+
+
+def acl_creation(entry: Any) -> AclBinding:
+    """One binding of a CreateAcls request.
+
+    :raises InvalidAclError: a value Kafka refuses in a binding.
+    """
+    return AclBinding.of(
+        resource_type=entry.resource_type,
+        name=entry.resource_name,
+        pattern_type=entry.resource_pattern_type,
+        principal=entry.principal,
+        host=entry.host,
+        operation=entry.operation,
+        permission=entry.permission_type,
+    )
+
+
+def describe_acls_response(
+    version: int, error: ErrorCode, message: str | None, bindings: list[AclBinding]
+) -> Any:
+    """The bindings, grouped by resource pattern as Kafka groups them."""
+    resource_cls = DescribeAclsResponse.DescribeAclsResource
+    by_pattern: dict[tuple[int, str, int], list[Any]] = {}
+    for b in sorted(bindings):
+        by_pattern.setdefault((b.resource_type, b.name, b.pattern_type), []).append(
+            resource_cls.AclDescription(
+                principal=b.principal, host=b.host, operation=b.operation, permission_type=b.permission
+            )
+        )
+    return DescribeAclsResponse(
+        version=version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        resources=[
+            resource_cls(resource_type=kind, resource_name=name, pattern_type=pattern, acls=acls)
+            for (kind, name, pattern), acls in by_pattern.items()
+        ],
+    )
+
+
+def create_acls_response(version: int, results: list[tuple[ErrorCode, str | None]]) -> Any:
+    return CreateAclsResponse(
+        version=version,
+        throttle_time_ms=0,
+        results=[
+            CreateAclsResponse.AclCreationResult(error_code=error, error_message=message)
+            for error, message in results
+        ],
+    )
+
+
+def delete_acls_response(version: int, results: list[tuple[ErrorCode, str | None, list[AclBinding]]]) -> Any:
+    result_cls = DeleteAclsResponse.DeleteAclsFilterResult
+    return DeleteAclsResponse(
+        version=version,
+        throttle_time_ms=0,
+        filter_results=[
+            result_cls(
+                error_code=error,
+                error_message=message,
+                matching_acls=[
+                    result_cls.DeleteAclsMatchingAcl(
+                        error_code=ErrorCode.NONE,
+                        error_message=None,
+                        resource_type=b.resource_type,
+                        resource_name=b.name,
+                        pattern_type=b.pattern_type,
+                        principal=b.principal,
+                        host=b.host,
+                        operation=b.operation,
+                        permission_type=b.permission,
+                    )
+                    for b in matched
+                ],
+            )
+            for error, message, matched in results
+        ],
     )
 
 
@@ -664,6 +819,10 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.SASL_AUTHENTICATE: _Api(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
     ApiKey.CREATE_TOPICS: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7, _create_topics),
     ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
+    # The ACL APIs, answered by the shell (the ACLs are not group state); v0 has no pattern type.
+    ApiKey.DESCRIBE_ACLS: _Api(DescribeAclsRequest, DescribeAclsResponse, 1, 3),
+    ApiKey.CREATE_ACLS: _Api(CreateAclsRequest, CreateAclsResponse, 1, 3),
+    ApiKey.DELETE_ACLS: _Api(DeleteAclsRequest, DeleteAclsResponse, 1, 3),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _Api(
         ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1, _consumer_group_heartbeat
     ),
@@ -842,7 +1001,8 @@ def to_response(frame: Frame, result: Result) -> Any:
                 group_cls(
                     error_code=g.error,
                     group_id=g.group_id,
-                    group_state=g.state.value,
+                    # Kafka's answer for a group in error names no state.
+                    group_state=g.state.value if g.error is ErrorCode.NONE else "",
                     protocol_type=g.protocol_type,
                     protocol_data=g.protocol_name,
                     members=[

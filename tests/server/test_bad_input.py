@@ -105,6 +105,9 @@ SUPPORTED = {
     17: (1, 1),
     18: (0, 4),
     19: (2, 7),
+    29: (1, 3),  # DescribeAcls, CreateAcls, DeleteAcls: SECURITY_DISABLED without the authorizer
+    30: (1, 3),
+    31: (1, 3),
     36: (0, 2),
     42: (0, 2),
     68: (0, 1),

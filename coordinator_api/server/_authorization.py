@@ -1,0 +1,346 @@
+"""Which requests a principal may make, checked as Kafka's ``KafkaApis`` checks them (pure).
+
+Design: the principal is a fact of the connection, not of a group, so the group state machine
+never sees one. The asyncio shell asks :func:`authorize_request` about each request it is about
+to hand to the state machine, with the connection's principal and address, and gets either
+
+* :class:`Refused`: the whole request is refused; the shell answers it at once with the
+  decision's result (Kafka's error, e.g. GROUP_AUTHORIZATION_FAILED) and the state machine
+  never sees it, so a refused request changes nothing in any group; or
+* :class:`Admitted`: the request to hand to the state machine, possibly narrowed to what the
+  principal may touch (the groups it may describe, the partitions of topics it may read), and
+  a function that puts the refused parts back into the state machine's result, each with
+  Kafka's error, in Kafka's order.
+
+Requests the shell answers itself (Metadata, FindCoordinator, the ACL APIs) are checked there,
+with the same :class:`Requester`. Kafka's checks, per request:
+
+=========================  ===================================================================
+JoinGroup, SyncGroup,      GROUP READ, else GROUP_AUTHORIZATION_FAILED
+Heartbeat, LeaveGroup
+OffsetCommit               GROUP READ (else every partition GROUP_AUTHORIZATION_FAILED), then
+                           TOPIC READ per topic (else its partitions TOPIC_AUTHORIZATION_FAILED)
+OffsetFetch                GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED); partitions asked
+                           for of topics without TOPIC DESCRIBE: TOPIC_AUTHORIZATION_FAILED;
+                           all partitions asked for: those topics left out
+ListGroups                 every group with CLUSTER DESCRIBE, else those with GROUP DESCRIBE
+DescribeGroups,            GROUP DESCRIBE per group (else GROUP_AUTHORIZATION_FAILED for it);
+ConsumerGroupDescribe,     a consumer group using a topic without TOPIC DESCRIBE is answered
+GroupDescribe              TOPIC_AUTHORIZATION_FAILED (ConsumerGroupDescribe)
+DeleteGroups               GROUP DELETE per group
+ConsumerGroupHeartbeat,    GROUP READ; a consumer group's subscribed topic names each need
+GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED
+CreateTopics               CLUSTER CREATE, or TOPIC CREATE per topic
+=========================  ===================================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server._acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from coordinator_api.server._messages import (
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupHeartbeatResult,
+    CreatedTopic,
+    CreateTopics,
+    CreateTopicsResult,
+    DeleteGroups,
+    DeleteGroupsResult,
+    DescribedConsumerGroup,
+    DescribedGroup,
+    DescribeGroups,
+    DescribeGroupsResult,
+    FetchedOffset,
+    GroupState,
+    Heartbeat,
+    HeartbeatResult,
+    JoinGroup,
+    JoinGroupResult,
+    LeaveGroup,
+    LeaveGroupResult,
+    ListGroups,
+    ListGroupsResult,
+    OffsetCommit,
+    OffsetCommitResult,
+    OffsetFetch,
+    OffsetFetchResult,
+    Request,
+    Result,
+    SyncGroup,
+    SyncGroupResult,
+)
+
+READ, DESCRIBE, DELETE, CREATE = (
+    AclOperation.READ,
+    AclOperation.DESCRIBE,
+    AclOperation.DELETE,
+    AclOperation.CREATE,
+)
+GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
+GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+#: Kafka's message of TOPIC_AUTHORIZATION_FAILED in a CreateTopics answer.
+CREATE_REFUSED_MESSAGE = "Authorization failed."
+
+
+@dataclass(frozen=True)
+class Requester:
+    """Who sent a request: its principal (``User:alice``) and the address it came from."""
+
+    authorizer: Authorizer
+    principal: str
+    host: str
+
+    def may(self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME) -> bool:
+        return self.authorizer.authorize(self.principal, self.host, operation, resource_type, name)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Answer ``result`` at once; the state machine does not see the request."""
+
+    result: Result
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """Hand ``request`` to the state machine; ``merge`` (if any) completes its result."""
+
+    request: Request
+    merge: Callable[[Result], Result] | None = None
+
+
+def authorize_request(who: Requester, request: Request) -> Refused | Admitted:
+    """What ``who`` may do of ``request`` (the table in the module docstring)."""
+    if isinstance(request, JoinGroup):
+        return _group_read(who, request.group_id, JoinGroupResult(error=GROUP_REFUSED), request)
+    if isinstance(request, SyncGroup):
+        return _group_read(who, request.group_id, SyncGroupResult(error=GROUP_REFUSED), request)
+    if isinstance(request, Heartbeat):
+        return _group_read(who, request.group_id, HeartbeatResult(error=GROUP_REFUSED), request)
+    if isinstance(request, LeaveGroup):
+        return _group_read(who, request.group_id, LeaveGroupResult(error=GROUP_REFUSED), request)
+    if isinstance(request, ConsumerGroupHeartbeat):
+        return _consumer_group_heartbeat(who, request)
+    if isinstance(request, OffsetCommit):
+        return _offset_commit(who, request)
+    if isinstance(request, OffsetFetch):
+        return offset_fetch(who, request)
+    if isinstance(request, ListGroups):
+        return _list_groups(who, request)
+    if isinstance(request, DescribeGroups):
+        return _describe_groups(who, request)
+    if isinstance(request, ConsumerGroupDescribe):
+        return _consumer_group_describe(who, request)
+    if isinstance(request, DeleteGroups):
+        return _delete_groups(who, request)
+    return _create_topics(who, request)
+
+
+def _group_read(who: Requester, group_id: str, refusal: Result, request: Request) -> Refused | Admitted:
+    return Admitted(request) if who.may(READ, GROUP, group_id) else Refused(refusal)
+
+
+def _consumer_group_heartbeat(who: Requester, request: ConsumerGroupHeartbeat) -> Refused | Admitted:
+    if not who.may(READ, GROUP, request.group_id):
+        return Refused(ConsumerGroupHeartbeatResult(error=GROUP_REFUSED))
+    # KafkaApis: a member may not learn of (nor be assigned) topics it may not describe; any
+    # such name among its subscribed ones refuses the whole heartbeat.
+    if any(not who.may(DESCRIBE, TOPIC, name) for name in request.subscribed_topic_names or ()):
+        return Refused(ConsumerGroupHeartbeatResult(error=TOPIC_REFUSED))
+    return Admitted(request)
+
+
+def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:
+    if not who.may(READ, GROUP, request.group_id):
+        return Refused(
+            OffsetCommitResult(errors=tuple((o.topic, o.partition, GROUP_REFUSED) for o in request.offsets))
+        )
+    readable = {topic: who.may(READ, TOPIC, topic) for topic in {o.topic for o in request.offsets}}
+    if all(readable.values()):
+        return Admitted(request)
+    refused = [o for o in request.offsets if not readable[o.topic]]
+    admitted = tuple(o for o in request.offsets if readable[o.topic])
+    if not admitted:
+        # As KafkaApis: nothing left to commit, the coordinator is not asked.
+        return Refused(
+            OffsetCommitResult(errors=tuple((o.topic, o.partition, TOPIC_REFUSED) for o in refused))
+        )
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, OffsetCommitResult)
+        answered = iter(result.errors)
+        errors = tuple(
+            next(answered) if readable[o.topic] else (o.topic, o.partition, TOPIC_REFUSED)
+            for o in request.offsets
+        )
+        return OffsetCommitResult(errors=errors)
+
+    return Admitted(dataclasses.replace(request, offsets=admitted), merge)
+
+
+def offset_fetch(who: Requester, request: OffsetFetch) -> Refused | Admitted:
+    """OffsetFetch of one group (v8+ asks for several: the shell asks this for each)."""
+    if not who.may(DESCRIBE, GROUP, request.group_id):
+        refused = tuple(
+            FetchedOffset(topic=t, partition=p, offset=-1, leader_epoch=-1, metadata="", error=GROUP_REFUSED)
+            for t, p in request.partitions or ()
+        )
+        return Refused(OffsetFetchResult(error=GROUP_REFUSED, offsets=refused))
+    if request.partitions is None:
+
+        def leave_out(result: Result) -> Result:
+            assert isinstance(result, OffsetFetchResult)
+            shown = tuple(o for o in result.offsets if who.may(DESCRIBE, TOPIC, o.topic))
+            return dataclasses.replace(result, offsets=shown)
+
+        return Admitted(request, leave_out)
+    asked = request.partitions
+    visible = {topic: who.may(DESCRIBE, TOPIC, topic) for topic in {t for t, _ in asked}}
+    if all(visible.values()):
+        return Admitted(request)
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, OffsetFetchResult)
+        answered = iter(result.offsets)
+        offsets = tuple(
+            next(answered)
+            if visible[t]
+            else FetchedOffset(
+                topic=t, partition=p, offset=-1, leader_epoch=-1, metadata="", error=TOPIC_REFUSED
+            )
+            for t, p in asked
+        )
+        return dataclasses.replace(result, offsets=offsets)
+
+    return Admitted(
+        dataclasses.replace(request, partitions=tuple((t, p) for t, p in asked if visible[t])), merge
+    )
+
+
+def _list_groups(who: Requester, request: ListGroups) -> Refused | Admitted:
+    if who.may(DESCRIBE, CLUSTER):
+        return Admitted(request)
+
+    def visible(result: Result) -> Result:
+        assert isinstance(result, ListGroupsResult)
+        return ListGroupsResult(
+            groups=tuple(g for g in result.groups if who.may(DESCRIBE, GROUP, g.group_id))
+        )
+
+    return Admitted(request, visible)
+
+
+def _split(
+    who: Requester, operation: AclOperation, group_ids: tuple[str, ...]
+) -> tuple[list[str], tuple[str, ...]]:
+    """(the groups refused, the groups admitted), each in the request's order."""
+    refused = [g for g in group_ids if not who.may(operation, GROUP, g)]
+    return refused, tuple(g for g in group_ids if g not in refused)
+
+
+# Kafka's answers put the refused groups first, then the coordinator's.
+
+
+def _describe_groups(who: Requester, request: DescribeGroups) -> Refused | Admitted:
+    refused, admitted = _split(who, DESCRIBE, request.group_ids)
+    if not refused:
+        return Admitted(request)
+    errors = tuple(
+        DescribedGroup(
+            group_id=g,
+            error=GROUP_REFUSED,
+            state=GroupState.DEAD,
+            protocol_type="",
+            protocol_name="",
+            members=(),
+        )
+        for g in refused
+    )
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, DescribeGroupsResult)
+        return DescribeGroupsResult(groups=errors + result.groups)
+
+    return Admitted(DescribeGroups(group_ids=admitted), merge)
+
+
+def _consumer_group_describe(who: Requester, request: ConsumerGroupDescribe) -> Refused | Admitted:
+    refused, admitted = _split(who, DESCRIBE, request.group_ids)
+    errors = tuple(DescribedConsumerGroup(group_id=g, error=GROUP_REFUSED) for g in refused)
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, ConsumerGroupDescribeResult)
+        groups = result.groups
+        if not request.any_protocol_type:
+            # KafkaApis (KAFKA-18813): a consumer group with a topic the client may not describe,
+            # subscribed or assigned, is answered TOPIC_AUTHORIZATION_FAILED without its details.
+            groups = tuple(_hide_unseen_topics(who, g) for g in groups)
+        return ConsumerGroupDescribeResult(groups=errors + groups)
+
+    return Admitted(dataclasses.replace(request, group_ids=admitted), merge)
+
+
+#: Kafka's message when a described consumer group uses topics the client may not describe.
+UNSEEN_TOPICS_MESSAGE = "The described group uses topics that the client is not authorized to describe."
+
+
+def _hide_unseen_topics(who: Requester, group: DescribedConsumerGroup) -> DescribedConsumerGroup:
+    topics = {
+        name
+        for m in group.members
+        for name in (
+            *m.subscribed_topic_names,
+            *(t for _, t, _ in m.assignment),
+            *(t for _, t, _ in m.target_assignment),
+        )
+    }
+    if group.error is not ErrorCode.NONE or all(who.may(DESCRIBE, TOPIC, t) for t in topics):
+        return group
+    return DescribedConsumerGroup(group_id=group.group_id, error=TOPIC_REFUSED, message=UNSEEN_TOPICS_MESSAGE)
+
+
+def _delete_groups(who: Requester, request: DeleteGroups) -> Refused | Admitted:
+    refused, admitted = _split(who, DELETE, request.group_ids)
+    if not refused:
+        return Admitted(request)
+    errors = tuple((g, GROUP_REFUSED) for g in refused)
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, DeleteGroupsResult)
+        return DeleteGroupsResult(results=errors + result.results)
+
+    return Admitted(DeleteGroups(group_ids=admitted), merge)
+
+
+def _create_topics(who: Requester, request: Request) -> Refused | Admitted:
+    assert isinstance(request, CreateTopics), request
+    if who.may(CREATE, CLUSTER):
+        return Admitted(request)
+    # A name given twice is answered INVALID_REQUEST whoever asks (Kafka checks that first).
+    named = Counter(t.name for t in request.topics)
+    allowed = [named[t.name] > 1 or who.may(CREATE, TOPIC, t.name) for t in request.topics]
+    if all(allowed):
+        return Admitted(request)
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, CreateTopicsResult)
+        answered = iter(result.topics)
+        return CreateTopicsResult(
+            topics=tuple(
+                next(answered)
+                if ok
+                else CreatedTopic(name=t.name, error=TOPIC_REFUSED, message=CREATE_REFUSED_MESSAGE)
+                for t, ok in zip(request.topics, allowed, strict=True)
+            )
+        )
+
+    admitted = tuple(t for t, ok in zip(request.topics, allowed, strict=True) if ok)
+    return Admitted(dataclasses.replace(request, topics=admitted), merge)
