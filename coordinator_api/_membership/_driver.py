@@ -46,6 +46,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from coordinator_api._membership import _incremental as i
 from coordinator_api._membership import _machine as m
 from coordinator_api._plugins._events import MemberEventKind
+from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -306,7 +307,13 @@ class CoordinatorConnection(Generic[EventT]):
 
         def failed(exc: Any) -> None:
             if kind is m.RequestKind.FIND:
-                deliver(m.CoordinatorLookupFailed(repr(exc)))
+                fatal = (
+                    ErrorCode.GROUP_AUTHORIZATION_FAILED.name
+                    if isinstance(exc, CoordinatorNotFoundError)
+                    and exc.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+                    else ""
+                )
+                deliver(m.CoordinatorLookupFailed(repr(exc), fatal))
             else:
                 self._coordinator_node = None
                 deliver(m.RequestFailed(kind, repr(exc)))

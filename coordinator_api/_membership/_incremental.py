@@ -299,6 +299,13 @@ class IncrementalMachine:
                     self.next_heartbeat = min(self.next_heartbeat, now)
             case CoordinatorFound():
                 self.finding, self.coordinator_known, self.retry_at = False, True, None
+            case CoordinatorLookupFailed() if event.fatal_error:
+                self.finding = False
+                self._lose(f"the coordinator answered {event.fatal_error}")
+                self._rejoin_from_nothing(release=False)
+                self.state, self.want_join = IncrementalState.UNJOINED, False
+                message = f"FindCoordinator: the coordinator answered {event.fatal_error}"
+                self._actions.append(Fail("join", message, event.fatal_error))
             case CoordinatorLookupFailed():
                 self.finding = False
                 self.retry_at = now + self.settings.retry_backoff_ms

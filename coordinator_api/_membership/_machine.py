@@ -111,6 +111,8 @@ class CoordinatorFound(_Event):
 @dataclass(frozen=True)
 class CoordinatorLookupFailed(_Event):
     error: str
+    #: set when FindCoordinator answered an error no retry can fix (GROUP_AUTHORIZATION_FAILED)
+    fatal_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -458,6 +460,11 @@ class MemberMachine:
 
     def _on_CoordinatorLookupFailed(self, event: CoordinatorLookupFailed, now: int) -> None:
         self.finding = False
+        if event.fatal_error:
+            self.state, self.want_join, self.join_reason = MemberState.UNJOINED, False, ""
+            message = f"FindCoordinator: the coordinator answered {event.fatal_error}"
+            self._actions.append(Fail("join", message, event.fatal_error))
+            return
         self.timers.retry_at = now + self.settings.retry_backoff_ms
 
     def _on_Prepared(self, event: Prepared, now: int) -> None:

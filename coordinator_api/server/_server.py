@@ -40,7 +40,7 @@ from coordinator_api.server._messages import (
 from coordinator_api.server._sasl import AuthenticationFailed, SaslExchange, SaslSettings
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
-from coordinator_api.server._tls import TlsSettings
+from coordinator_api.server._tls import TlsSettings, certificate_principal
 
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
@@ -688,6 +688,9 @@ class _Connection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.client_host = f"/{peer[0]}" if peer else ""
+        if self.principal is not None:
+            # A client certificate names the principal (TLS; SASL, if on, names it instead).
+            self.principal = certificate_principal(transport.get_extra_info("peercert")) or self.principal
         if not self._server.connection_opened(self):
             self.close(
                 f"more than {self._server.config.max_connections_per_ip} connections from this address"

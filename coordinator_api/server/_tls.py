@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from coordinator_api._errors import ConfigurationError
 
@@ -74,3 +74,39 @@ class TlsSettings:
     def _files(self) -> str:
         files = [self.certfile, self.keyfile, self.cafile]
         return ", ".join(str(f) for f in files if f is not None)
+
+
+# X.500 attribute names as Java's X500Principal writes them in RFC 2253 form.
+_RFC2253_KEYWORDS = {
+    "commonName": "CN",
+    "organizationalUnitName": "OU",
+    "organizationName": "O",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "countryName": "C",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def certificate_principal(peercert: dict[str, Any] | None) -> str | None:
+    """The principal of a client certificate as Kafka's default ``ssl.principal.mapping.rules``
+    makes it: ``User:`` and the subject's distinguished name in RFC 2253 form, most specific
+    first (``User:CN=alice,OU=eng,O=corp``); None without a certificate. Attributes without an
+    RFC 2253 keyword keep Python's name (Java writes their OID)."""
+    if not peercert or not peercert.get("subject"):
+        return None
+    rdns = []
+    for rdn in reversed(peercert["subject"]):
+        rdns.append("+".join(f"{_RFC2253_KEYWORDS.get(name, name)}={_escape(value)}" for name, value in rdn))
+    return "User:" + ",".join(rdns)
+
+
+def _escape(value: str) -> str:
+    escaped = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+    if escaped.startswith(("#", " ")):
+        escaped = "\\" + escaped
+    if escaped.endswith(" ") and not escaped.endswith("\\ "):
+        escaped = escaped[:-1] + "\\ "
+    return escaped

@@ -17,10 +17,18 @@ import pytest
 import trustme
 from confluent_kafka import Consumer
 from coordinator_consumer import ConsumerGroupMember
+from cryptography import x509
 from kafka.admin import KafkaAdminClient
 from member_processes import MemberProcess, owned_exactly_once, wait_for
 
-from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, TlsSettings
+from coordinator_api import (
+    ConfigurationError,
+    CoordinatorConfig,
+    EmbeddedCoordinator,
+    GroupJoinError,
+    TlsSettings,
+)
+from coordinator_api.server._tls import certificate_principal
 
 CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=0)
 # ApiVersions v0, correlation id 1, no client id: the smallest request a client sends first.
@@ -145,6 +153,58 @@ def test_client_certificates_when_the_listener_requires_them(ca: trustme.CA, pki
             wait_for_assignment(lambda: member.poll(0.05), lambda: len(member.assignment()) == 2, "a member")
         finally:
             member.close()
+
+
+def test_a_client_certificate_names_the_principal_the_acls_check(
+    ca: trustme.CA, pki: dict[str, Path], tmp_path: Path
+) -> None:
+    # As Kafka's default ssl.principal.mapping.rules: User: and the subject in RFC 2253 form.
+    pem = pki["client"].read_bytes()
+    client = x509.load_pem_x509_certificate(pem[pem.index(b"-----BEGIN CERTIFICATE-----") :])
+    principal = f"User:{client.subject.rfc4514_string()}"
+    assert principal.startswith("User:CN=client,")
+    other = tmp_path / "other.pem"
+    stranger = ca.issue_cert("other@example.com", common_name="other")
+    stranger.private_key_and_cert_chain_pem.write_to_path(other)
+    tls = TlsSettings(certfile=pki["server"], cafile=pki["ca"], client_auth="required")
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0, authorizer=True, super_users=(principal,))
+    with EmbeddedCoordinator(topics={"t": 2}, config=config, tls=tls) as coordinator:
+
+        def member(certfile: Path) -> ConsumerGroupMember:
+            return ConsumerGroupMember(
+                "certified",
+                coordinator.bootstrap_servers,
+                topics=["t"],
+                security_protocol="SSL",
+                ssl_cafile=str(pki["ca"]),
+                ssl_certfile=str(certfile),
+            )
+
+        allowed = member(pki["client"])
+        try:
+            wait_for_assignment(
+                lambda: allowed.poll(0.05), lambda: len(allowed.assignment()) == 2, "a member"
+            )
+        finally:
+            allowed.close()
+        refused = member(other)  # no ACL names its principal, and it is no super user
+        try:
+            with pytest.raises(GroupJoinError, match="GROUP_AUTHORIZATION_FAILED"):
+                poll_for(refused, seconds=30)
+        finally:
+            refused.close()
+
+
+def test_the_principal_escapes_a_subject_as_rfc_2253_does() -> None:
+    subject = ((("countryName", "DE"),), (("organizationName", "a, b+c"),), (("commonName", " x;"),))
+    assert certificate_principal({"subject": subject}) == "User:CN=\\ x\\;,O=a\\, b\\+c,C=DE"
+    assert certificate_principal({}) is None and certificate_principal(None) is None
+
+
+def poll_for(member: ConsumerGroupMember, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        member.poll(0.05)
 
 
 def api_versions_without_a_certificate(context: ssl.SSLContext, host: str, port: int) -> None:
