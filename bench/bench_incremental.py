@@ -90,6 +90,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
+from coordinator_api import CoordinatorConfig
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server.schemas import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -847,6 +848,9 @@ def start_embedded(
     }
     if hold_ms is not None:
         settings["heartbeat_hold_ms"] = hold_ms
+    widest = max(topics.values(), default=0)
+    if widest > CoordinatorConfig().max_partitions_per_topic:  # 5 per member past 2,000 members
+        settings["max_partitions_per_topic"] = widest
     config = results / f"incremental-{kind}.toml"
     config.write_text(
         "[coordinator]\n"

@@ -36,6 +36,9 @@ class CoordinatorConfig:
     :param max_partitions_per_topic: the most partitions a topic may declare; Kafka has no such
         limit, but every Metadata answer lists every partition, so a typo of many zeros would
         stall the server.
+    :param max_topics_per_request: the most topics one CreateTopics may create (Kafka bounds
+        the rate with a controller mutation quota instead); a larger request is refused whole,
+        POLICY_VIOLATION for each topic.
     :param auto_create_topics: ``auto.create.topics.enable``; off here, unlike Kafka, because
         a coordinator's topics only describe partition counts and a typo should not invent one.
     :param max_request_bytes: ``socket.request.max.bytes``: a larger length prefix closes the
@@ -95,7 +98,8 @@ class CoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
     default_num_partitions: int = 1
-    max_partitions_per_topic: int = 100_000
+    max_partitions_per_topic: int = 10_000
+    max_topics_per_request: int = 100
     auto_create_topics: bool = False
     max_request_bytes: int = 104_857_600
     queued_max_request_bytes: int = 256 * 1024 * 1024
@@ -161,6 +165,10 @@ class CoordinatorConfig:
             raise ConfigurationError(
                 f"default_num_partitions must be at least 1, got {self.default_num_partitions}"
             )
+        for name in ("max_partitions_per_topic", "max_topics_per_request"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
         if self.max_request_bytes < 1024:
             raise ConfigurationError(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
         if self.queued_max_request_bytes < self.max_request_bytes:

@@ -1584,6 +1584,15 @@ class GroupCoordinator:
         return DeleteGroupsResult(results=tuple(results))
 
     def _create_topics(self, req: CreateTopics, fx: Effects) -> CreateTopicsResult:
+        cap = self._config.max_topics_per_request
+        if len(req.topics) > cap:
+            message = f"one CreateTopics may create at most {cap} topics (max_topics_per_request)"
+            return CreateTopicsResult(
+                topics=tuple(
+                    CreatedTopic(name=new.name, error=ErrorCode.POLICY_VIOLATION, message=message)
+                    for new in req.topics
+                )
+            )
         created = []
         names = Counter(new.name for new in req.topics)
         for new in req.topics:

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from coordinator_api import ConfigurationError, CoordinatorConfig
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
@@ -1213,6 +1214,23 @@ def test_create_topics_partitions_and_replication(
     (created,) = d.create_topics(("t", partitions, replication)).topics
     assert created.error is expected
     assert (d.coordinator.topic("t") is not None) is (expected is E.NONE)
+
+
+def test_create_topics_caps_partitions_per_topic_and_topics_per_request() -> None:
+    d = Driver(max_partitions_per_topic=8, max_topics_per_request=3)
+    assert [t.error for t in d.create_topics(("wide", 9, 1), ("fits", 8, 1)).topics] == [
+        E.INVALID_PARTITIONS,
+        E.NONE,
+    ]
+    many = d.create_topics(*((f"t{i}", 1, 1) for i in range(4)))
+    assert {t.error for t in many.topics} == {E.POLICY_VIOLATION}  # refused whole: none created
+    assert many.topics[0].message == "one CreateTopics may create at most 3 topics (max_topics_per_request)"
+    assert [t.name for t in d.coordinator.topics()] == ["fits"]
+    assert {t.error for t in d.create_topics(*((f"t{i}", 1, 1) for i in range(3))).topics} == {E.NONE}
+    assert CoordinatorConfig().max_partitions_per_topic == 10_000  # small defaults
+    assert CoordinatorConfig().max_topics_per_request == 100
+    with pytest.raises(ConfigurationError, match="max_topics_per_request must be a positive integer"):
+        CoordinatorConfig(max_topics_per_request=0)
 
 
 def test_create_topics_validate_only_creates_nothing() -> None:
