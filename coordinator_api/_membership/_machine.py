@@ -462,6 +462,7 @@ class MemberMachine:
         self.finding = False
         if event.fatal_error:
             self.state, self.want_join, self.join_reason = MemberState.UNJOINED, False, ""
+            self.timers.retry_at = None
             message = f"FindCoordinator: the coordinator answered {event.fatal_error}"
             self._actions.append(Fail("join", message, event.fatal_error))
             return

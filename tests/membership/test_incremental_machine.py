@@ -32,6 +32,7 @@ from coordinator_api._membership._incremental import (
 )
 from coordinator_api._membership._machine import (
     CoordinatorFound,
+    CoordinatorLookupFailed,
     Fail,
     FindCoordinator,
     JoinWanted,
@@ -581,6 +582,19 @@ def test_an_answer_of_an_ended_membership_is_ignored() -> None:
     assert a.sent[-1].member_epoch == 0  # ...and the join goes out now
     net.run(3 * INTERVAL_MS)
     assert net.every_partition_started_once()
+
+
+def test_a_lookup_refused_for_authorization_fails_instead_of_retrying() -> None:
+    machine = IncrementalMachine(member_settings("m"))
+    assert machine.handle(Polled(), 0) == [FindCoordinator()]
+    refused = CoordinatorLookupFailed("refused", "GROUP_AUTHORIZATION_FAILED")
+    (failed,) = machine.handle(refused, 5)
+    assert failed == Fail(
+        "join",
+        "FindCoordinator: the coordinator answered GROUP_AUTHORIZATION_FAILED",
+        "GROUP_AUTHORIZATION_FAILED",
+    )
+    assert machine.state is IncrementalState.UNJOINED and machine.handle(Tick(), 10_000) == []
 
 
 @pytest.mark.parametrize("error", [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNRELEASED_INSTANCE_ID])

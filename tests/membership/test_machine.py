@@ -174,6 +174,17 @@ def test_first_join_as_follower() -> None:
     assert mb.issued(SendHeartbeat) == [SYNC_HEARTBEAT]
 
 
+def test_a_lookup_refused_for_authorization_fails_instead_of_retrying() -> None:
+    mb = Member()
+    assert mb.at(0, JoinWanted("start")) == [FindCoordinator()]
+    assert mb.at(5, CoordinatorLookupFailed("timed out")) == []  # retried after the backoff
+    assert mb.machine.next_deadline() is not None
+    refused = CoordinatorLookupFailed("refused", "GROUP_AUTHORIZATION_FAILED")
+    message = "FindCoordinator: the coordinator answered GROUP_AUTHORIZATION_FAILED"
+    assert mb.at(10, refused) == [Fail("join", message, "GROUP_AUTHORIZATION_FAILED")]
+    assert mb.machine.state is MemberState.UNJOINED and mb.machine.next_deadline() is None
+
+
 def test_leader_assigns_then_syncs_the_assignment() -> None:
     mb = Member()
     assert to_completing(mb, leader="m1") == [Assign("m1", "range", MEMBERS)]
