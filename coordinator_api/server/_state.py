@@ -38,8 +38,10 @@ States and transitions::
   held for up to ``heartbeat_hold_ms``, capped at a third of the session and at half of what
   the heartbeat interval leaves of it (so the next heartbeat, sent an interval after the
   answer, still arrives well inside the session), and answered the moment the member has
-  news: partitions to give up, partitions another member has just released, a new epoch, or
-  it is no longer in the group. A join is held only while it gets nothing and waits for
+  news: partitions to give up, partitions another member has just released, that it is no
+  longer in the group, or (if it asked for them) new owners. A new epoch alone is not news: a
+  member a change does not concern stays held and moves to the new epoch at its next
+  heartbeat, as on Kafka's brokers. A join is held only while it gets nothing and waits for
   partitions others still own. Never held: a leave, an error, or a member with partitions to
   revoke (its acknowledgement must not queue behind a held answer). Released like a classic
   held heartbeat when another request arrives on its connection; the session counts from its
