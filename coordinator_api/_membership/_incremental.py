@@ -254,6 +254,11 @@ class IncrementalMachine:
         lease = self.lease_deadline()
         return now is None or lease is None or now < lease
 
+    def acknowledging(self) -> bool:
+        """Whether the member has applied an assignment the coordinator has not yet heard it
+        applied: the answer to that acknowledgement may move its epoch."""
+        return self.state is IncrementalState.ACKNOWLEDGING
+
     @property
     def holds_assignment(self) -> bool:
         """Whether the application works on partitions it has not released yet."""
