@@ -485,19 +485,27 @@ def _groups_reset_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _topics(args: argparse.Namespace) -> int:
+def _admin_client(args: argparse.Namespace, client_id: str, **settings: Any) -> Any:
+    """kafka-python's admin client for ``--bootstrap-server``, bounded by ``--timeout-ms``."""
     from kafka.admin import KafkaAdminClient
-    from kafka.errors import KafkaError, for_code
+    from kafka.errors import KafkaError
 
     try:
-        admin = KafkaAdminClient(
+        return KafkaAdminClient(
             bootstrap_servers=args.bootstrap_server,
-            client_id="coordinator-api-topics",
+            client_id=client_id,
             request_timeout_ms=args.timeout_ms,
             bootstrap_timeout_ms=args.timeout_ms,
+            **settings,
         )
     except KafkaError as exc:
         raise _unreachable(args, exc) from exc
+
+
+def _topics(args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError, for_code
+
+    admin = _admin_client(args, "coordinator-api-topics")
     try:
         if args.topics_command == "create":
             wanted = {"num_partitions": args.partitions, "replication_factor": args.replication_factor}
@@ -648,7 +656,6 @@ def _acls(args: argparse.Namespace) -> int:
         ACLOperation,
         ACLPermissionType,
         ACLResourcePatternType,
-        KafkaAdminClient,
         ResourcePattern,
         ResourceType,
     )
@@ -687,16 +694,7 @@ def _acls(args: argparse.Namespace) -> int:
             )
     elif args.acls_command == "remove" and not resources:
         raise ConfigurationError("acls remove needs a resource: --group, --topic or --cluster")
-    try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=args.bootstrap_server,
-            client_id="coordinator-api-acls",
-            request_timeout_ms=args.timeout_ms,
-            bootstrap_timeout_ms=args.timeout_ms,
-            **_client_settings(args.command_config),
-        )
-    except KafkaError as exc:
-        raise _unreachable(args, exc) from exc
+    admin = _admin_client(args, "coordinator-api-acls", **_client_settings(args.command_config))
     try:
         if args.acls_command == "add":
             wanted = [

@@ -272,6 +272,15 @@ def test_refused_requests_never_reach_the_state_machine_and_narrowed_ones_are_co
 
 # --- on a real coordinator ---------------------------------------------------------------------
 
+#: kafka-python's filter every ACL matches.
+EVERY_ACL_FILTER = ACLFilter(
+    None,
+    None,
+    ACLOperation.ANY,
+    ACLPermissionType.ANY,
+    ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+)
+
 CONFIG = CoordinatorConfig(
     initial_rebalance_delay_ms=0, heartbeat_hold_ms=0, authorizer=True, super_users=("User:admin",)
 )
@@ -689,14 +698,7 @@ def test_kafka_pythons_admin_client_creates_describes_and_deletes_acls(
         assert admin.create_acls([read_app])["failed"] == []  # again: nothing to add, not an error
         bad = ACL("alice", "*", Op.READ, ACLPermissionType.ALLOW, ResourcePattern(G, "g"))  # not TYPE:NAME
         assert [e.errno for e in admin.create_acls([bad])["failed"]] == [ErrorCode.INVALID_REQUEST]
-        anything = ACLFilter(
-            None,
-            None,
-            Op.ANY,
-            ACLPermissionType.ANY,
-            ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
-        )
-        found, _ = admin.describe_acls(anything)
+        found, _ = admin.describe_acls(EVERY_ACL_FILTER)
         assert sorted(found, key=repr) == sorted([read_app, deny_t], key=repr)
         matching = ACLFilter(
             None,
@@ -718,14 +720,14 @@ def test_kafka_pythons_admin_client_creates_describes_and_deletes_acls(
             ]
         )
         assert (deleted, error.errno) == ([deny_t], 0)
-        assert admin.describe_acls(anything)[0] == [read_app]
+        assert admin.describe_acls(EVERY_ACL_FILTER)[0] == [read_app]
     finally:
         admin.close()
     # Only a principal with CLUSTER DESCRIBE / ALTER may see or change them.
     alice = admin_client(coordinator, "alice")
     try:
         with pytest.raises(ClusterAuthorizationFailedError):
-            alice.describe_acls(anything)
+            alice.describe_acls(EVERY_ACL_FILTER)
         assert [e.errno for e in alice.create_acls([deny_t])["failed"]] == [
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         ]
@@ -766,13 +768,6 @@ def test_kafkas_own_kafka_acls_adds_and_lists_acls(coordinator: EmbeddedCoordina
     assert added.returncode == 0, added.stdout + added.stderr
     admin = admin_client(coordinator)
     try:
-        anything = ACLFilter(
-            None,
-            None,
-            ACLOperation.ANY,
-            ACLPermissionType.ANY,
-            ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
-        )
         found = sorted(
             (
                 a.resource_pattern.resource_type.name,
@@ -781,7 +776,7 @@ def test_kafkas_own_kafka_acls_adds_and_lists_acls(coordinator: EmbeddedCoordina
                 a.principal,
                 a.operation.name,
             )
-            for a in admin.describe_acls(anything)[0]
+            for a in admin.describe_acls(EVERY_ACL_FILTER)[0]
         )
     finally:
         admin.close()
@@ -806,15 +801,8 @@ def test_without_the_authorizer_the_acl_apis_are_offered_and_answer_security_dis
     with EmbeddedCoordinator(config=CoordinatorConfig(initial_rebalance_delay_ms=0)) as plain:
         admin = KafkaAdminClient(bootstrap_servers=plain.bootstrap_servers)
         try:
-            anything = ACLFilter(
-                None,
-                None,
-                ACLOperation.ANY,
-                ACLPermissionType.ANY,
-                ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
-            )
             with pytest.raises(SecurityDisabledError):  # listed, as a Kafka broker lists them
-                admin.describe_acls(anything)
+                admin.describe_acls(EVERY_ACL_FILTER)
             assert admin.list_groups() == []  # and everything else works as ever
         finally:
             admin.close()
@@ -868,14 +856,7 @@ def test_acls_survive_a_restart(users_file: Path, tmp_path: Path) -> None:
     with EmbeddedCoordinator(config=CONFIG, sasl=sasl(users_file), data_dir=tmp_path) as second:
         admin = admin_client(second)
         try:
-            anything = ACLFilter(
-                None,
-                None,
-                ACLOperation.ANY,
-                ACLPermissionType.ANY,
-                ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
-            )
-            assert admin.describe_acls(anything)[0] == [wanted]
+            assert admin.describe_acls(EVERY_ACL_FILTER)[0] == [wanted]
         finally:
             admin.close()
         with login(second, "alice") as alice:
