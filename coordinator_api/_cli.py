@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.metadata
+import io
 import json
 import logging
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -302,15 +304,21 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, aligned: bool) -> str:
-    """Rows as a terminal shows them (``aligned``: columns padded under a header) or as a script
-    reads them (one line of tab-separated fields per row, no header); "" for no rows unaligned."""
+    """Rows as a terminal shows them (``aligned``: a table drawn by rich, fitted to the
+    terminal's width, header in bold) or as a script reads them (one line of tab-separated
+    fields per row, no header); "" for no rows unaligned."""
     if not aligned:
         return "\n".join("\t".join(row) for row in rows)
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in (header, *rows)
-    )
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    drawn = Table(*header, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for row in rows:
+        drawn.add_row(*row)
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, width=shutil.get_terminal_size().columns).print(drawn)
+    return out.getvalue().rstrip("\n")
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

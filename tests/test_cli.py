@@ -215,11 +215,12 @@ def test_tables_are_aligned_on_a_terminal_and_tab_separated_otherwise() -> None:
     assert table(("GROUP", "PROTOCOL-TYPE", "STATE"), rows, aligned=False) == (
         "readers\tconsumer\tStable\nsvc\t-\tEmpty"
     )
-    assert table(("GROUP", "PROTOCOL-TYPE", "STATE"), rows, aligned=True).splitlines() == [
-        "GROUP    PROTOCOL-TYPE  STATE",
-        "readers  consumer       Stable",
-        "svc      -              Empty",
-    ]
+    drawn = table(("GROUP", "PROTOCOL-TYPE", "STATE"), rows, aligned=True)  # by rich
+    assert "\x1b[1mGROUP" in drawn  # the header in bold
+    lines = unstyled(drawn).splitlines()
+    assert lines[0].split() == ["GROUP", "PROTOCOL-TYPE", "STATE"] and set(lines[1]) == {"─"}
+    assert [line.split() for line in lines[2:]] == [["readers", "consumer", "Stable"], ["svc", "-", "Empty"]]
+    assert lines[2].index("consumer") == lines[0].index("PROTOCOL-TYPE")  # columns aligned
     assert table(("GROUP",), [], aligned=False) == ""
 
 
@@ -365,6 +366,11 @@ def on_a_terminal(*args: str) -> str:
     return out.decode().replace("\r\n", "\n")
 
 
+def unstyled(text: str) -> str:
+    """``text`` without its ANSI styles and trailing blanks."""
+    return "\n".join(re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in text.splitlines())
+
+
 def test_groups_list_describe_delete_and_reset_offsets_on_the_embedded_coordinator() -> None:
     config = CoordinatorConfig(initial_rebalance_delay_ms=0)
     with EmbeddedCoordinator(topics={"t": 3}, config=config) as coordinator:
@@ -384,9 +390,13 @@ def test_groups_list_describe_delete_and_reset_offsets_on_the_embedded_coordinat
                     "readers\tconsumer\tStable\n",
                     "",
                 )
-            assert on_a_terminal("groups", "list", *server) == (
-                "GROUP    PROTOCOL-TYPE  STATE\nreaders  consumer       Stable\n"
-            )
+            drawn = on_a_terminal("groups", "list", *server)  # rich's table: a bold header, a rule
+            assert "\x1b[1mGROUP" in drawn
+            assert [line.split() for line in unstyled(drawn).splitlines()] == [
+                ["GROUP", "PROTOCOL-TYPE", "STATE"],
+                ["─" * len(unstyled(drawn).splitlines()[1])],
+                ["readers", "consumer", "Stable"],
+            ]
 
             state = cli("groups", "describe", "readers", "--state", *server)
             assert state.stdout == (
