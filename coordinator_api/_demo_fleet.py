@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from coordinator_api.server import MembershipEvent
+
+if TYPE_CHECKING:
+    from rich.status import Status
 
 MEMBER_MODULE = "coordinator_api._demo_members"
 
@@ -34,7 +37,8 @@ class DemoError(Exception):
 
 class Narrator:
     """Prints each step as it happens. On a terminal it also keeps a status line (what the demo
-    is waiting for, and for how long) under the narration; otherwise it prints plain lines."""
+    is waiting for, and for how long, beside rich's spinner) under the narration; otherwise it
+    prints plain lines."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream if stream is not None else sys.stdout
@@ -42,7 +46,7 @@ class Narrator:
         self.color = self.tty and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
         self.started = time.monotonic()
         self.part_started = self.started
-        self._status_shown = False
+        self._status: Status | None = None  # shown while the demo waits; stopped for each line
         self._status_at = 0.0
 
     def _style(self, text: str, code: str) -> str:
@@ -74,19 +78,24 @@ class Narrator:
         self.line(f"   {mark}: {text}")
 
     def status(self, text: str) -> None:
-        """Overwrite the status line (terminals only; at most ten times a second)."""
+        """Show ``text`` on the status line (terminals only; at most ten times a second)."""
         now = time.monotonic()
         if not self.tty or now - self._status_at < 0.1:
             return
         self._status_at = now
-        self.stream.write(f"\r\x1b[2K   {self._style('...', '2')} {text}")
-        self.stream.flush()
-        self._status_shown = True
+        if self._status is None:
+            from rich.console import Console
+
+            console = Console(file=self.stream, force_terminal=True, no_color=not self.color)
+            self._status = console.status(text, spinner="dots")
+            self._status.start()
+        else:
+            self._status.update(text)
 
     def _clear_status(self) -> None:
-        if self._status_shown:
-            self.stream.write("\r\x1b[2K")
-            self._status_shown = False
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
 
 @dataclass(eq=False)

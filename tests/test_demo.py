@@ -8,6 +8,7 @@ The whole demo runs once (about 40 s on 2 cores); the other tests run parts of i
 from __future__ import annotations
 
 import importlib.util
+import io
 import itertools
 import json
 import os
@@ -20,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 
 import psutil
+
+from coordinator_api._demo_fleet import Narrator
 
 CLI = [sys.executable, "-m", "coordinator_api"]
 HAS_SPARK = importlib.util.find_spec("pyspark") is not None
@@ -297,3 +300,25 @@ def test_sigterm_during_the_spark_job_leaves_no_process_behind() -> None:
     run = interrupt_leaves_nothing(["--only", "spark"], r"[1-9]\d*/24 units done", signal.SIGTERM, 143, 120)
     names = set(run.names.values())
     assert "java" in names and any(name.startswith("python") for name in names), names
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_status_line_is_rich_s_spinner_and_lines_stay_plain_text() -> None:
+    terminal = _Terminal()
+    narrator = Narrator(terminal)
+    narrator.status("waiting for the leader (1.0 s)")
+    time.sleep(0.25)  # the spinner draws a few frames meanwhile
+    narrator.line("elected")
+    narrator.status("again")
+    narrator.line("done")
+    drawn = terminal.getvalue()
+    assert "waiting for the leader (1.0 s)" in drawn and any(frame in drawn for frame in "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+    assert drawn.index("waiting") < drawn.index("elected\n") < drawn.index("done\n")
+    assert narrator._status is None  # each line stops the spinner first
+    plain = io.StringIO()  # not a terminal: lines only, no status
+    Narrator(plain).status("waiting")
+    assert plain.getvalue() == ""

@@ -168,6 +168,13 @@ def test_testing_guide_commands_select_tests() -> None:
         assert selected is not None and int(selected[1]) > 0, (command, result.stdout[-2000:])
 
 
+def test_coordinator_guide_embedded_example_runs(tmp_path: Path) -> None:
+    (example,) = python_blocks("coordinator.md")
+    result = run_block(tmp_path / "embedded.py", example + "    print(bootstrap)\n")
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
+
+
 def test_leader_guide_runs_as_written(tmp_path: Path) -> None:
     election, fence, incremental = python_blocks("leader.md")
     result = run_block(tmp_path / "election.py", election)
