@@ -242,8 +242,8 @@ def _split(
     who: Requester, operation: AclOperation, group_ids: tuple[str, ...]
 ) -> tuple[list[str], tuple[str, ...]]:
     """(the groups refused, the groups admitted), each in the request's order."""
-    refused = [g for g in group_ids if not who.may(operation, GROUP, g)]
-    return refused, tuple(g for g in group_ids if g not in refused)
+    allowed = {g: who.may(operation, GROUP, g) for g in group_ids}
+    return [g for g in group_ids if not allowed[g]], tuple(g for g in group_ids if allowed[g])
 
 
 # Kafka's answers put the refused groups first, then the coordinator's.

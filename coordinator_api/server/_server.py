@@ -485,11 +485,13 @@ class CoordinatorServer:
         refused: set[str] = set()
         if who is not None and not every_topic:
             # KafkaApis: a topic the client may not describe is answered TOPIC_AUTHORIZATION_FAILED.
-            by_id = {t.topic_id: t.name for t in self.state.topics()}
+            by_id: dict[bytes, str] | None = None  # made only if a topic is asked for by id
             for asked in message.topics:
                 topic_id = getattr(asked, "topic_id", None)
                 name = asked.name
                 if topic_id is not None and topic_id.int != 0:
+                    if by_id is None:
+                        by_id = {t.topic_id: t.name for t in self.state.topics()}
                     name = by_id.get(topic_id.bytes)
                 if name is not None and not who.may(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     refused.add(name)
