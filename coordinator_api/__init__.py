@@ -45,7 +45,7 @@ from coordinator_api._plugins import (
 )
 from coordinator_api._signals import exit_on_sigterm
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, SaslSettings, TlsSettings
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, Listener, SaslSettings, TlsSettings
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -75,6 +75,7 @@ __all__ = [
     "InvalidAssignmentError",
     "InvalidMetadataError",
     "JoinedMember",
+    "Listener",
     "MemberEvent",
     "NotRegisteredError",
     "PayloadDecoderRegistry",

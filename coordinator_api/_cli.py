@@ -18,7 +18,8 @@ from typing import Any
 from coordinator_api._errors import ConfigurationError, CoordinatorApiError
 from coordinator_api._plugins import add_plugin_commands, plugins_report
 from coordinator_api._protocol import ErrorCode
-from coordinator_api.server import CoordinatorConfig, CoordinatorServer, SaslSettings, TlsSettings
+from coordinator_api.server import CoordinatorConfig, CoordinatorServer, Listener, SaslSettings, TlsSettings
+from coordinator_api.server._listeners import parse_listeners
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -203,23 +204,54 @@ def _serve(args: argparse.Namespace) -> int:
     if args.sasl_users_file is not None:
         mechanisms = tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip())
         sasl = SaslSettings(users_file=args.sasl_users_file, mechanisms=mechanisms)
+    if args.listeners is None:
+        if args.listener_security_protocol_map or args.advertised_listeners:
+            raise ConfigurationError(
+                "--listener-security-protocol-map and --advertised-listeners need --listeners"
+            )
+        listeners = [
+            Listener(
+                host="127.0.0.1" if args.host is None else args.host,
+                port=9092 if args.port is None else args.port,
+                tls=tls,
+                sasl=sasl,
+                allow_anonymous=args.allow_anonymous,
+            )
+        ]
+    elif args.host is not None or args.port is not None:
+        raise ConfigurationError("give either --listeners or --host and --port, not both")
+    else:
+        listeners = parse_listeners(
+            args.listeners,
+            protocol_map=args.listener_security_protocol_map,
+            advertised=args.advertised_listeners,
+            tls=tls,
+            sasl=sasl,
+            allow_anonymous=args.allow_anonymous,
+        )
     server = CoordinatorServer(
-        host=args.host,
-        port=args.port,
         config=CoordinatorConfig.from_mapping(settings),
         data_dir=args.data_dir,
         topics=topics,
         fresh_start=args.fresh_start,
-        tls=tls,
-        sasl=sasl,
+        listeners=listeners,
     )
 
     async def run() -> None:
         await server.start()
-        where = server.bootstrap_servers
-        if server.host != where.rsplit(":", 1)[0]:
-            where = f"{server.host}:{server.port} (clients connect to {where})"
-        print(f"coordinator listening on {where}", flush=True)
+        for listener in server.listeners:
+            advertised = server.bootstrap_servers_of(listener.name)
+            notes = (
+                [f"listener {listener.name}, {listener.security_protocol}"]
+                if len(server.listeners) > 1
+                else []
+            )
+            if listener.host != advertised.rsplit(":", 1)[0]:
+                notes.append(f"clients connect to {advertised}")
+            where = f"{listener.host}:{server.ports[listener.name]}" + (
+                f" ({'; '.join(notes)})" if notes else ""
+            )
+            print(f"coordinator listening on {where}", flush=True)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -1020,9 +1052,34 @@ def build_parser() -> argparse.ArgumentParser:
         "'coordinator listening on HOST:PORT' when ready.",
         parents=anywhere,
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=_bounded(0, 65535), help="port; 0 picks a free one (default 9092)")
     serve.add_argument(
-        "--port", type=_bounded(0, 65535), default=9092, help="port; 0 picks a free one (default 9092)"
+        "--listeners",
+        metavar="LIST",
+        help="listen on several addresses instead of --host and --port, as Kafka's listeners setting: "
+        "NAME://HOST:PORT separated by commas, each listener's security protocol its name (PLAINTEXT, "
+        "SSL, SASL_PLAINTEXT, SASL_SSL) or given by --listener-security-protocol-map; clients are told "
+        "the address of the listener they connected to",
+    )
+    serve.add_argument(
+        "--listener-security-protocol-map",
+        metavar="LIST",
+        help="listener.security.protocol.map: NAME:PROTOCOL separated by commas, for listeners not "
+        "named after their security protocol (e.g. INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL)",
+    )
+    serve.add_argument(
+        "--advertised-listeners",
+        metavar="LIST",
+        help="advertised.listeners: NAME://HOST:PORT separated by commas, the host clients of each "
+        "listener are told to connect to (default: the listened host, or 127.0.0.1 for all addresses)",
+    )
+    serve.add_argument(
+        "--allow-anonymous",
+        action="store_true",
+        help="accept clients that do not authenticate (no SASL, no required client certificate) on an "
+        "address beyond loopback; without it such a listener does not start unless the authorizer "
+        "decides what User:ANONYMOUS may do (default: off)",
     )
     serve.add_argument("--data-dir", help="directory for durable state; without it state is in memory")
     serve.add_argument(

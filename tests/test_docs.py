@@ -169,10 +169,19 @@ def test_testing_guide_commands_select_tests() -> None:
 
 
 def test_coordinator_guide_embedded_example_runs(tmp_path: Path) -> None:
-    (example,) = python_blocks("coordinator.md")
+    example, _ = python_blocks("coordinator.md")
     result = run_block(tmp_path / "embedded.py", example + "    print(bootstrap)\n")
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
+
+
+def test_coordinator_guide_listeners_example_runs(tmp_path: Path) -> None:
+    _, example = python_blocks("coordinator.md")
+    result = run_block(tmp_path / "listeners.py", example)
+    assert result.returncode == 0, result.stderr
+    internal, replicas = result.stdout.split()
+    assert internal != replicas
+    assert re.fullmatch(r"127\.0\.0\.1:\d+", internal) and re.fullmatch(r"127\.0\.0\.1:\d+", replicas)
 
 
 def test_leader_guide_runs_as_written(tmp_path: Path) -> None:

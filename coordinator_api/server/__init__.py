@@ -11,6 +11,7 @@ Fetch and ListOffsets are answered with an error.
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._embedded import EmbeddedCoordinator
+from coordinator_api.server._listeners import Listener
 from coordinator_api.server._messages import (
     GroupState,
     MembershipEvent,
@@ -27,6 +28,7 @@ __all__ = [
     "ErrorCode",
     "GroupCoordinator",
     "GroupState",
+    "Listener",
     "MembershipEvent",
     "SaslSettings",
     "TlsSettings",

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import final
 
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._listeners import Listener
 from coordinator_api.server._sasl import SaslSettings
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._tls import TlsSettings
@@ -36,6 +37,10 @@ class EmbeddedCoordinator:
         missing, empty or damaged (the old database is kept aside, never deleted).
     :param tls: speak TLS (:class:`~coordinator_api.server.TlsSettings`); None: plaintext.
     :param sasl: clients authenticate first (:class:`~coordinator_api.server.SaslSettings`).
+    :param listeners: several listeners (:class:`~coordinator_api.server.Listener`), each with its
+        address and security protocol, instead of the one ``host``, ``port``, ``tls`` and
+        ``sasl`` describe; :attr:`bootstrap_servers` is then the first one's, and
+        :meth:`bootstrap_servers_of` gives each.
     """
 
     def __init__(
@@ -49,6 +54,7 @@ class EmbeddedCoordinator:
         fresh_start: bool = False,
         tls: TlsSettings | None = None,
         sasl: SaslSettings | None = None,
+        listeners: Sequence[Listener] | None = None,
     ) -> None:
         self._server = CoordinatorServer(
             host=host,
@@ -59,6 +65,7 @@ class EmbeddedCoordinator:
             fresh_start=fresh_start,
             tls=tls,
             sasl=sasl,
+            listeners=listeners,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -70,6 +77,12 @@ class EmbeddedCoordinator:
         if self._thread is None:
             raise CoordinatorStartError("the embedded coordinator is not started; call start()")
         return self._server.bootstrap_servers
+
+    def bootstrap_servers_of(self, listener: str) -> str:
+        """``host:port`` of the listener of that name, for clients that connect there."""
+        if self._thread is None:
+            raise CoordinatorStartError("the embedded coordinator is not started; call start()")
+        return self._server.bootstrap_servers_of(listener)
 
     @property
     def port(self) -> int:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import ipaddress
 import itertools
 import logging
 import sqlite3
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from coordinator_api.server import _wire
 from coordinator_api.server._acls import AclBinding, AclOperation, Authorizer, InvalidAclError, ResourceType
 from coordinator_api.server._authorization import Refused, Requester, authorize_request, offset_fetch
 from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
     CreateTopicsResult,
     Effects,
@@ -100,6 +100,14 @@ class CoordinatorServer:
         certificates; None: plaintext.
     :param sasl: every connection authenticates first (Kafka's ``SASL_PLAINTEXT``, or
         ``SASL_SSL`` with ``tls``); None: no authentication.
+    :param listeners: several listeners, each with its own address and security protocol
+        (:class:`Listener`), instead of the one that ``host``, ``port``, ``advertised_host``,
+        ``tls`` and ``sasl`` describe. Clients are told the addresses of the listener they
+        connected to, as Kafka's brokers tell them; :attr:`host`, :attr:`port` and
+        :attr:`bootstrap_servers` are the first listener's.
+    :raises ConfigurationError: ``listeners`` together with any of those five, listeners that
+        clash, or an unauthenticated listener beyond loopback that does not allow anonymous
+        clients (:class:`Listener`).
     """
 
     def __init__(
@@ -114,13 +122,29 @@ class CoordinatorServer:
         fresh_start: bool = False,
         tls: TlsSettings | None = None,
         sasl: SaslSettings | None = None,
+        listeners: Sequence[Listener] | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
-        self.tls = tls
-        self.sasl = sasl
-        self.host = host
-        self._requested_port = port
-        self._advertised_host = advertised_host or ("127.0.0.1" if host in ("", "0.0.0.0", "::") else host)
+        if listeners is None:
+            listeners = [Listener(host=host, port=port, tls=tls, sasl=sasl, advertised_host=advertised_host)]
+        elif (host, port, tls, sasl, advertised_host) != ("127.0.0.1", 0, None, None, None):
+            raise ConfigurationError(
+                "give either listeners or host, port, advertised_host, tls and sasl, not both"
+            )
+        check_listeners(listeners)
+        self.listeners: tuple[Listener, ...] = tuple(listeners)
+        acls_decide = self.config.authorizer and not self.config.allow_everyone_if_no_acl_found
+        for listener in self.listeners:
+            if listener.anonymous_beyond_loopback and not (listener.allow_anonymous or acls_decide):
+                raise ConfigurationError(
+                    f"listener {listener.name} on {listener.host or 'every address'}:{listener.port} "
+                    "reaches beyond this machine and does not authenticate its clients: anonymous "
+                    "access there is off by default. Require SASL (--sasl-users-file, a SASL_ "
+                    "listener) or client certificates (--ssl-client-auth required), turn the "
+                    "authorizer on so that ACLs decide what User:ANONYMOUS may do, or accept "
+                    "anonymous clients knowingly (--allow-anonymous)"
+                )
+        self.host = self.listeners[0].host
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._fresh_start = fresh_start
         self._declared_topics = dict(topics or {})
@@ -139,7 +163,8 @@ class CoordinatorServer:
                 allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
             )
         self._store: SqliteStore | None = None
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
+        self.ports: dict[str, int] = {}  # listener name -> the port it listens on, once started
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: set[_Connection] = set()
         self._per_address: collections.Counter[str] = collections.Counter()
@@ -152,17 +177,32 @@ class CoordinatorServer:
         self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
-        self._every_topic = _wire.EveryTopicMetadataCache()
+        # Per listener: the answer names the listener's own address.
+        self._every_topic = {listener.name: _wire.EveryTopicMetadataCache() for listener in self.listeners}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._idle_task: asyncio.Task[None] | None = None
-        self.port = 0
 
     # --- lifecycle ------------------------------------------------------------------------
 
     @property
+    def port(self) -> int:
+        """The first listener's port (0 until started)."""
+        return self.ports.get(self.listeners[0].name, 0)
+
+    @property
     def bootstrap_servers(self) -> str:
-        return f"{self._advertised_host}:{self.port}"
+        """``host:port`` of the first listener, as clients are told to connect to it."""
+        return self.bootstrap_servers_of(self.listeners[0].name)
+
+    def bootstrap_servers_of(self, listener: str) -> str:
+        """``host:port`` of the listener of that name, as clients are told to connect to it."""
+        for candidate in self.listeners:
+            if candidate.name == listener:
+                return f"{candidate.client_host}:{self.ports.get(listener, 0)}"
+        raise ConfigurationError(
+            f"no listener named {listener!r}; there are {', '.join(lis.name for lis in self.listeners)}"
+        )
 
     async def start(self) -> None:
         """Load durable state, declare topics and start listening."""
@@ -191,56 +231,74 @@ class CoordinatorServer:
                     )
                 continue
             self.create_topic(name, partitions)
-        try:
-            self._server = await self._loop.create_server(
-                lambda: _Connection(self),
-                self.host,
-                self._requested_port,
-                ssl=self.tls.context() if self.tls is not None else None,
-            )
-        except OSError as exc:
-            raise CoordinatorStartError(
-                f"cannot listen on {self.host}:{self._requested_port}: {exc}; choose another "
-                "port, or 0 for a free one"
-            ) from exc
-        self.port = self._server.sockets[0].getsockname()[1]
+        for listener in self.listeners:
+            try:
+                server = await self._loop.create_server(
+                    lambda listener=listener: _Connection(self, listener),
+                    listener.host,
+                    listener.port,
+                    ssl=listener.tls.context() if listener.tls is not None else None,
+                )
+            except OSError as exc:
+                await self.close()
+                raise CoordinatorStartError(
+                    f"cannot listen on {listener.host}:{listener.port} (listener {listener.name}): {exc}; "
+                    "choose another port, or 0 for a free one"
+                ) from exc
+            self._servers.append(server)
+            self.ports[listener.name] = server.sockets[0].getsockname()[1]
+            self._announce(listener)
         self._idle_task = asyncio.create_task(self._close_idle_connections())
+
+    def _announce(self, listener: Listener) -> None:
+        port = self.ports[listener.name]
         log.info(
-            "coordinator listening on %s:%d (%s), advertised to clients as %s (data dir: %s)",
-            self.host,
-            self.port,
-            ("SASL_" if self.sasl is not None else "") + ("SSL" if self.tls is not None else "PLAINTEXT"),
-            self.bootstrap_servers,
+            "coordinator listening on %s:%d (listener %s, %s), advertised to clients as %s (data dir: %s)",
+            listener.host,
+            port,
+            listener.name,
+            listener.security_protocol,
+            self.bootstrap_servers_of(listener.name),
             self._data_dir or "none, state in memory",
         )
-        authenticated = self.sasl is not None or (self.tls is not None and self.tls.client_auth == "required")
-        if not _is_loopback(self.host) and not authenticated:
+        if listener.anonymous_beyond_loopback:
+            if listener.allow_anonymous:
+                granted = (
+                    "whatever the ACLs grant User:ANONYMOUS or name no one for"
+                    if self.config.authorizer
+                    else "list and describe every group, join, leave or fence any member, and read or "
+                    "overwrite any committed offset"
+                )
+            else:
+                granted = "whatever the ACLs grant User:ANONYMOUS"
             log.warning(
-                "listening on %s, beyond this machine, with %s and no client authentication: anyone who "
-                "can reach port %d can list and describe every group, join, leave or fence any member, "
-                "and read or overwrite any committed offset. Listen on 127.0.0.1 (the default), require "
-                "SASL (--sasl-users-file) or client certificates (TLS client_auth='required'), or allow "
-                "only trusted hosts to reach this port.",
-                self.host or "all addresses",
-                "TLS" if self.tls is not None else "no TLS",
-                self.port,
+                "listener %s on %s:%d reaches beyond this machine (%s) and does not authenticate its "
+                "clients: anyone who can reach the port may %s. Listen on 127.0.0.1 (the default), "
+                "require SASL (--sasl-users-file) or client certificates (--ssl-client-auth required), or "
+                "allow only trusted hosts to reach this port.",
+                listener.name,
+                listener.host or "every address",
+                port,
+                "TLS" if listener.tls is not None else "no TLS",
+                granted,
             )
 
     async def serve_forever(self) -> None:
-        assert self._server is not None, "call start() first"
-        await self._server.serve_forever()
+        assert self._servers, "call start() first"
+        await asyncio.gather(*(server.serve_forever() for server in self._servers))
 
     async def close(self) -> None:
         if self._idle_task is not None:
             self._idle_task.cancel()
         if self._timer is not None:
             self._timer.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self._connections):
             conn.close("coordinator shutting down")
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -387,7 +445,7 @@ class CoordinatorServer:
     def _authenticate(self, conn: _Connection, frame: _wire.Frame, message: Any) -> None:
         """SaslHandshake and SaslAuthenticate, as Kafka's brokers answer them; a failed
         authentication is answered, then the connection is closed."""
-        settings = self.sasl
+        settings = conn.listener.sasl
         if frame.api_key == ApiKey.SASL_HANDSHAKE:
             enabled = list(settings.mechanisms) if settings is not None else []
             if settings is None or conn.sasl is not None or conn.principal is not None:
@@ -447,8 +505,8 @@ class CoordinatorServer:
                 frame.api_version,
                 message,
                 node_id=self.config.node_id,
-                host=self._advertised_host,
-                port=self.port,
+                host=conn.listener.client_host,
+                port=self.ports[conn.listener.name],
                 refused=refused,
             )
         if key in _wire.ACL_APIS:
@@ -520,14 +578,14 @@ class CoordinatorServer:
                 message,
                 topics,
                 node_id=self.config.node_id,
-                host=self._advertised_host,
-                port=self.port,
+                host=conn.listener.client_host,
+                port=self.ports[conn.listener.name],
                 cluster_id=self.config.cluster_id,
                 refused=frozenset(refused),
             )
 
         if every_topic and who is None:
-            return self._every_topic.response(frame, len(topics), make)
+            return self._every_topic[conn.listener.name].response(frame, len(topics), make)
         return make()
 
     def _acl_request(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
@@ -655,20 +713,12 @@ def _acl_words(b: AclBinding) -> str:
     )
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name, or "" (every address)
-        return False
-
-
 class _Connection(asyncio.Protocol):
     """One client connection: frames requests and answers them one at a time, in order."""
 
-    def __init__(self, server: CoordinatorServer) -> None:
+    def __init__(self, server: CoordinatorServer, listener: Listener) -> None:
         self._server = server
+        self.listener = listener
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._queue: collections.deque[bytes] = collections.deque()
@@ -683,7 +733,7 @@ class _Connection(asyncio.Protocol):
         # SASL: the exchange its handshake started, and who it is once authenticated (None: not
         # yet; a listener without SASL takes everyone as User:ANONYMOUS, as Kafka does).
         self.sasl: SaslExchange | None = None
-        self.principal: str | None = None if server.sasl is not None else "User:ANONYMOUS"
+        self.principal: str | None = None if listener.sasl is not None else "User:ANONYMOUS"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)

@@ -61,7 +61,7 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from coordinator_api import CoordinatorConfig, CoordinatorStartError, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import MembershipEvent
-from coordinator_api.server._server import _is_loopback
+from coordinator_api.server._listeners import is_loopback
 
 HOST = "127.0.0.1"
 IO_TIMEOUT_S = 5.0
@@ -1303,7 +1303,7 @@ def test_a_second_coordinator_on_the_same_data_directory_refuses_to_start(tmp_pa
 def test_serve_warns_about_every_address_but_loopback(host: str, loopback: bool) -> None:
     # Which listen addresses get the warning that anyone who reaches the port can do anything
     # (tests never listen beyond 127.0.0.1, so the rule is checked on its own).
-    assert _is_loopback(host) is loopback
+    assert is_loopback(host) is loopback
 
 
 def test_a_request_that_never_finishes_arriving_is_cut_off_however_it_trickles() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from certificates import issue_pki
 from confluent_kafka import Consumer
 from coordinator_consumer import ConsumerGroupMember
 from cryptography import x509
@@ -43,14 +44,7 @@ def ca() -> trustme.CA:
 @pytest.fixture(scope="module")
 def pki(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The CA, the server's certificate for 127.0.0.1 and a client's, as PEM files."""
-    folder = tmp_path_factory.mktemp("pki")
-    server = ca.issue_cert("127.0.0.1")
-    client = ca.issue_cert("client@example.com", common_name="client")
-    files = {"ca": folder / "ca.pem", "server": folder / "server.pem", "client": folder / "client.pem"}
-    ca.cert_pem.write_to_path(files["ca"])
-    server.private_key_and_cert_chain_pem.write_to_path(files["server"])
-    client.private_key_and_cert_chain_pem.write_to_path(files["client"])
-    return files
+    return issue_pki(ca, tmp_path_factory.mktemp("pki"))
 
 
 @pytest.fixture
