@@ -203,10 +203,7 @@ def _summary(
 ) -> int:
     narrator.line()
     narrator.outcome("timings measured")
-    rows = [("part", "measured", "value"), *((t.part, t.measure, t.value) for t in timings)]
-    widths = [max(len(row[i]) for row in rows) for i in range(2)]
-    for part, measure, value in rows:
-        narrator.detail(f"{part:<{widths[0]}}  {measure:<{widths[1]}}  {value:>9}")
+    narrator.table(("part", "measured", "value"), [(t.part, t.measure, t.value) for t in timings])
     narrator.outcome("verdicts")
     for name, ok in results:
         narrator.detail(f"{name:<12} {'skipped' if ok is None else 'ok' if ok else 'FAILED'}")

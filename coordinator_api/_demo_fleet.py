@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -76,6 +76,22 @@ class Narrator:
     def verdict(self, ok: bool, text: str) -> None:
         mark = self._style("ok", "32") if ok else self._style("FAILED", "1;31")
         self.line(f"   {mark}: {text}")
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        """Rows under a header. On a terminal rich draws them as the CLI draws its tables (a
+        bold header, a rule, columns fitted to the terminal's width); otherwise each row is a
+        plain line indented as a detail, its columns padded with spaces (the last one
+        right-aligned, as numbers are)."""
+        if self.tty:
+            from coordinator_api._cli import table
+
+            self.line(table(header, rows, aligned=True))
+            return
+        lines = [tuple(header), *(tuple(row) for row in rows)]
+        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+        for line in lines:
+            padded = [cell.ljust(width) for cell, width in zip(line[:-1], widths[:-1], strict=True)]
+            self.detail("  ".join([*padded, line[-1].rjust(widths[-1])]))
 
     def status(self, text: str) -> None:
         """Show ``text`` on the status line (terminals only; at most ten times a second)."""

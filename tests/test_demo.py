@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from coordinator_api._demo_fleet import Narrator
+from coordinator_api._demo import _summary
+from coordinator_api._demo_fleet import Narrator, Timing
 
 CLI = [sys.executable, "-m", "coordinator_api"]
 HAS_SPARK = importlib.util.find_spec("pyspark") is not None
@@ -121,7 +122,7 @@ def finish(run: Run, timeout: float) -> int:
 
 def leadership_changes(out: str) -> list[tuple[str, str, int | None]]:
     """The leader part's narration in order: (who, what, epoch)."""
-    changes = []
+    changes: list[tuple[str, str, int | None]] = []
     for line in out.splitlines():
         if found := re.search(r"(l\d) is elected: it leads with epoch (\d+)", line):
             changes.append((found[1], "elected", int(found[2])))
@@ -145,11 +146,12 @@ def check_leader_claims(out: str) -> None:
     assert in_seconds[1] < in_seconds[0]  # leaving is faster than waiting for an expiry
     # From the narration itself: at most one leader at any moment, epochs growing.
     leading: set[str] = set()
-    epochs = []
+    epochs: list[int] = []
     for who, what, epoch in leadership_changes(out):
         if what == "elected":
             assert not leading, f"{who} elected while {leading} led:\n{out}"
             leading.add(who)
+            assert epoch is not None
             epochs.append(epoch)
         else:
             leading.discard(who)
@@ -322,3 +324,37 @@ def test_on_a_terminal_the_status_line_is_rich_s_spinner_and_lines_stay_plain_te
     plain = io.StringIO()  # not a terminal: lines only, no status
     Narrator(plain).status("waiting")
     assert plain.getvalue() == ""
+
+
+def test_the_closing_timings_table_is_drawn_by_rich_on_a_terminal_and_plain_lines_elsewhere() -> None:
+    timings = [
+        Timing("coordinator", "settled after a SIGKILL", "3.46 s"),
+        Timing("leader", "crash failover", "812 ms"),
+    ]
+    results: list[tuple[str, bool | None]] = [("coordinator", True), ("leader", True), ("spark", None)]
+
+    terminal = _Terminal()
+    assert _summary(Narrator(terminal), timings, results, 12.3) == 0
+    drawn = terminal.getvalue().split("== timings measured\n", 1)[1].split("== verdicts\n", 1)[0]
+    assert drawn.startswith("\x1b[1mpart")  # rich's bold header
+    header, rule, *rows = re.sub(r"\x1b\[[0-9;]*m", "", drawn).splitlines()
+    assert header.split() == ["part", "measured", "value"]
+    assert set(rule) == {"─"} and len(rule) >= len(max(rows, key=len))
+    assert [re.split(r" {2,}", row) for row in rows] == [
+        ["coordinator", "settled after a SIGKILL", "3.46 s"],
+        ["leader", "crash failover", "812 ms"],
+    ]
+    for column, cells in (("measured", ("settled", "crash")), ("value", ("3.46 s", "812 ms"))):
+        assert {header.index(column)} == {row.index(cell) for row, cell in zip(rows, cells)}, drawn
+    assert terminal.getvalue().endswith(
+        "== verdicts\n   coordinator  ok\n   leader       ok\n   spark        skipped\n\n"
+        "OK: every part behaved as its plugin promises (12 s in all)\n"
+    )
+
+    plain = io.StringIO()  # not a terminal: plain lines, as the rest of the narration
+    assert _summary(Narrator(plain), timings, results, 12.3) == 0
+    assert plain.getvalue().split("== timings measured\n", 1)[1].split("== verdicts\n", 1)[0] == (
+        "   part         measured                  value\n"
+        "   coordinator  settled after a SIGKILL  3.46 s\n"
+        "   leader       crash failover           812 ms\n"
+    )
