@@ -394,14 +394,15 @@ def test_serve_groups_topics_and_data_check_of_the_coordinator_guide(
     with Shell(tmp_path) as shell:
         shell.run(serve.text)
         # `groups my-group` describes a group with a member: a consumer of the incremental
-        # protocol (no initial rebalance delay), which then commits an offset for `data check`.
+        # protocol (no initial rebalance delay), which has committed an offset (for `data check`,
+        # and because the group's offsets must not hide it from the description).
         member = ConsumerGroupMember("my-group", shell.address, topics=["events"], group_protocol="consumer")
         try:
             member.ensure_active_group(30)
+            member.commit({("events", 0): 5})
             listed, described = shell.run(groups.text).split("\n", 1)
             assert listed == "my-group\tconsumer\tStable"
             assert member.member_id in described and "assigned:   events 0-11" in described, described
-            member.commit({("events", 0): 5})
         finally:
             member.close()
         listed, events, created = shell.run(topics.text).splitlines()

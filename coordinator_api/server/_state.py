@@ -1525,7 +1525,10 @@ class GroupCoordinator:
     def _describe_groups(self, req: DescribeGroups) -> DescribeGroupsResult:
         described = []
         for group_id in req.group_ids:
-            group = self._groups.get(group_id)
+            # A group of the incremental protocol is not a classic group, whose DescribeGroups v0-5
+            # Kafka answers Dead (v6 would say GROUP_ID_NOT_FOUND), even when its offsets are kept
+            # (in a classic group object here, as ListGroups knows).
+            group = None if group_id in self._consumer_groups else self._groups.get(group_id)
             if group is None:
                 described.append(
                     DescribedGroup(

@@ -33,6 +33,9 @@ from coordinator_api.server._messages import (
     DeleteGroups,
     DeleteGroupsResult,
     DescribedConsumerGroup,
+    DescribeGroups,
+    DescribeGroupsResult,
+    GroupState,
     JoinGroup,
     JoinGroupResult,
     ListGroups,
@@ -404,6 +407,18 @@ def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     assert commit("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
     assert commit("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
     assert commit("", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
+    # DescribeGroups (v0-5) answers Dead for a group that is not classic, as Kafka does, also once
+    # it holds offsets; ConsumerGroupDescribe describes it.
+    described = c.request(DescribeGroups(group_ids=("g",)))
+    assert isinstance(described, DescribeGroupsResult)
+    (group,) = described.groups
+    assert (group.error, group.state, group.protocol_type, group.members) == (
+        ErrorCode.NONE,
+        GroupState.DEAD,
+        "",
+        (),
+    )
+    assert c.describe().state == "Stable"  # type: ignore[attr-defined]
     c.heartbeat("a", -1)
     assert commit("", -1) is ErrorCode.NONE
 
