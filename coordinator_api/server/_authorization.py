@@ -29,7 +29,9 @@ ConsumerGroupDescribe,     a consumer group using a topic without TOPIC DESCRIBE
 GroupDescribe              TOPIC_AUTHORIZATION_FAILED (ConsumerGroupDescribe)
 DeleteGroups               GROUP DELETE per group
 ConsumerGroupHeartbeat,    GROUP READ; a consumer group's subscribed topic names each need
-GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED
+GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED;
+                           a regex gives the member only topics it may DESCRIBE (its
+                           principal and host, against the ACLs in force at each assignment)
 CreateTopics               CLUSTER CREATE, or TOPIC CREATE per topic
 =========================  ===================================================================
 """
@@ -37,6 +39,7 @@ CreateTopics               CLUSTER CREATE, or TOPIC CREATE per topic
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -155,7 +158,11 @@ def _consumer_group_heartbeat(who: Requester, request: ConsumerGroupHeartbeat) -
     # such name among its subscribed ones refuses the whole heartbeat.
     if any(not who.may(DESCRIBE, TOPIC, name) for name in request.subscribed_topic_names or ()):
         return Refused(ConsumerGroupHeartbeatResult(error=TOPIC_REFUSED))
-    return Admitted(request)
+    # Topics its regex matches it gets only if it may describe them (Kafka's group coordinator
+    # filters a regex's topics so); the engine keeps the check to apply at each assignment.
+    return Admitted(
+        dataclasses.replace(request, may_describe_topic=functools.partial(who.may, DESCRIBE, TOPIC))
+    )
 
 
 def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:

@@ -161,6 +161,14 @@ class _Member:
     classic: ClassicMembership | None = None
     # A classic member told to rejoin (or answered its JoinGroup) must rejoin (or sync) by then.
     classic_deadline: int | None = None
+    # With the authorizer: which topics its regex may give it (its principal and host against
+    # the ACLs in force), from its latest heartbeat.
+    may_describe_topic: Callable[[str], bool] | None = None
+
+
+def _every_topic(topic: str) -> bool:
+    """Without the authorizer, a regex gives a member every topic it matches."""
+    return True
 
 
 def _subscription_of(member: _Member) -> tuple[object, ...]:
@@ -556,6 +564,8 @@ class ConsumerGroups:
             updated.topics = frozenset(req.subscribed_topic_names)
         if req.subscribed_topic_regex is not None:
             updated.regex = req.subscribed_topic_regex or None
+        if req.may_describe_topic is not None:
+            updated.may_describe_topic = req.may_describe_topic
         if req.resources is not None:
             updated.resources = req.resources
             updated.topics = frozenset(name for name, _ in req.resources)
@@ -1245,7 +1255,8 @@ class ConsumerGroups:
         topics = {t for t in member.topics if t in self._topics}
         if member.regex:
             pattern = re.compile(member.regex)
-            topics.update(t for t in self._topics if pattern.fullmatch(t))
+            visible = member.may_describe_topic or _every_topic
+            topics.update(t for t in self._topics if pattern.fullmatch(t) and visible(t))
         return frozenset(topics)
 
     def _subscribed_partition_counts(self, group: _Group) -> dict[str, int]:

@@ -7,6 +7,7 @@ dataclasses and encodes the results back; the state machine never sees a wire ve
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator_api._protocol import ErrorCode
@@ -320,6 +321,9 @@ class ConsumerGroupHeartbeat:
     metadata: bytes | None = None  # GroupHeartbeat only: the member's payload; None: unchanged
     list_owners: bool = False  # GroupHeartbeat only: the answer says who owns every resource
     owners_known: ResourceOwners | None = None  # a held heartbeat's: the owners it was told
+    # With the authorizer on: whether the member may describe a topic. A topic its regex matches
+    # is subscribed only if so (Kafka's coordinator filters regex topics by Topic DESCRIBE).
+    may_describe_topic: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

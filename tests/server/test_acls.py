@@ -540,6 +540,7 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
         kafka_acl(G, "cg", "User:alice", Op.READ),
         kafka_acl(G, "cg", "User:bob", Op.DESCRIBE),  # the group, not its topic t
         kafka_acl(G, "res", "User:alice", Op.READ),
+        kafka_acl(G, "cg-regex", "User:alice", Op.READ),
         kafka_acl(T, "t", "User:alice", Op.READ),
     )
     refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -584,6 +585,20 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
         ]
         (member,) = seen.groups[1].members
         assert (member.member_id, member.member_epoch) == (joined.member_id, 1)  # she is still in, unchanged
+        # A regex gives her only the topics she may describe: t's 2 partitions, never u's 1
+        # (Kafka's group coordinator filters regex topics by Topic DESCRIBE, KAFKA-18813).
+        by_regex = ConsumerGroupHeartbeatRequest(
+            version=1,
+            group_id="cg-regex",
+            member_id="m-regex",
+            member_epoch=0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_regex=".*",
+            topic_partitions=[],
+        )
+        matched = _call(alice, by_regex, ConsumerGroupHeartbeatResponse)
+        assert matched.error_code == ErrorCode.NONE, matched
+        assert sorted(len(tp.partitions) for tp in matched.assignment.topic_partitions) == [2]
 
         def group_heartbeat(sock: socket.socket) -> Any:
             request = GroupHeartbeatRequest(
