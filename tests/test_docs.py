@@ -265,3 +265,64 @@ def test_spark_guide_runs_as_written(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[-4:] == printed.group(1).splitlines()
     assert all(re.fullmatch(r"[0-3]/3 done", line) for line in lines[:-3])
+
+
+def test_readme_embedded_example_runs(tmp_path: Path) -> None:
+    (example,) = re.findall(r"```python\n(.*?)```", (DOCS.parent / "README.md").read_text(), re.DOTALL)
+    result = run_block(tmp_path / "readme.py", example)
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
+
+
+# Every Python block of the documentation, by page: how many it has, and the tests that run them.
+# A block added to a page fails the inventory below until a test runs it and this table says so.
+PYTHON_BLOCKS_RUN_BY = {
+    "README.md": (1, "tests/test_docs.py::test_readme_embedded_example_runs"),
+    "docs/asyncio.md": (1, "tests/test_docs.py::test_asyncio_guide_runs_as_written"),
+    "docs/consumer.md": (
+        2,
+        "tests/test_docs.py::test_consumer_guide_runs_a_kip848_group_without_a_barrier, "
+        "tests/kafka/test_consumer_on_kafka.py (the Kafka-cluster example)",
+    ),
+    "docs/coordinator.md": (
+        2,
+        "tests/test_docs.py::test_coordinator_guide_embedded_example_runs, "
+        "tests/test_docs.py::test_coordinator_guide_listeners_example_runs",
+    ),
+    "docs/incremental.md": (
+        2,
+        "tests/test_docs.py::test_incremental_guide_joins_a_kip848_consumer, "
+        "tests/test_docs.py::test_incremental_guide_moves_a_group_between_the_protocols_and_back",
+    ),
+    "docs/leader.md": (3, "tests/test_docs.py::test_leader_guide_runs_as_written"),
+    "docs/operations.md": (
+        2,
+        "tests/test_docs.py::test_operations_guide_moves_offsets_to_a_kafka_cluster_and_back, "
+        "tests/test_docs.py::test_operations_guide_kafka_cluster_example_runs",
+    ),
+    "docs/payloads.md": (5, "tests/test_payload.py::test_the_guide_examples_run"),
+    "docs/plugins.md": (10, "tests/plugins/test_plugin_guide.py (test_every_example_is_checked_here)"),
+    "docs/quickstart.md": (
+        1,
+        "tests/test_docs.py::test_quickstart_is_a_working_coordinator_in_under_40_lines",
+    ),
+    "docs/spark.md": (1, "tests/test_docs.py::test_spark_guide_runs_as_written"),
+    "docs/streams.md": (1, "tests/test_docs.py::test_streams_guide_runs_as_written"),
+}
+
+
+def test_every_python_block_is_run_by_a_test() -> None:
+    root = DOCS.parent
+    found = {}
+    for path in (*sorted(DOCS.glob("*.md")), root / "README.md"):
+        count = len(re.findall(r"^ *```python\s*$", path.read_text(), re.MULTILINE))
+        if count:
+            found[str(path.relative_to(root))] = count
+    assert found == {page: count for page, (count, _) in PYTHON_BLOCKS_RUN_BY.items()}, (
+        "a page's Python blocks changed: run the new ones in a test and update PYTHON_BLOCKS_RUN_BY"
+    )
+    for runners in (tests for _, tests in PYTHON_BLOCKS_RUN_BY.values()):
+        for runner in runners.split(", "):
+            path, _, name = runner.split(" ")[0].partition("::")
+            source = (root / path).read_text()
+            assert not name or f"def {name}(" in source, runner
