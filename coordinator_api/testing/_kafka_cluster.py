@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Final, TypeVar
 
 from coordinator_api._inspect import find_coordinator
+from coordinator_api.server._tls import TlsSettings
 
 __all__ = [
     "KAFKA_VERSION",
@@ -177,6 +178,74 @@ def _stopped(pid: int) -> bool | None:
     return state in ("T", "t")
 
 
+def _client_listeners(broker: KafkaBroker) -> dict[str, str]:
+    """The node's client listeners, each named after its security protocol: name -> address.
+    PLAINTEXT, always first, is also the brokers' own listener."""
+    listeners = {
+        "PLAINTEXT": broker.address,
+        "SASL_PLAINTEXT": broker.sasl_address,
+        "SSL": broker.ssl_address,
+        "SASL_SSL": broker.sasl_ssl_address,
+    }
+    return {name: address for name, address in listeners.items() if address is not None}
+
+
+_PEM_CERTIFICATE: Final = re.compile(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
+# PKCS#8 ("PRIVATE KEY", "ENCRYPTED PRIVATE KEY") and OpenSSL's own forms ("RSA PRIVATE KEY", ...).
+_PEM_KEY: Final = re.compile(r"-----BEGIN ([A-Z ]*)PRIVATE KEY-----.+?-----END \1PRIVATE KEY-----", re.S)
+
+
+def _pem_blocks(path: Path, pattern: re.Pattern[str]) -> list[str]:
+    """The PEM blocks of ``path`` that ``pattern`` matches, each ending in a newline."""
+    try:
+        text = path.read_text(encoding="ascii", errors="replace")
+    except OSError as exc:
+        raise ValueError(f"tls: cannot read {path}: {exc}") from None
+    return [match.group(0) + "\n" for match in pattern.finditer(text)]
+
+
+def _pem_keystore(tls: TlsSettings) -> str:
+    """``tls``'s key and certificate chain as Kafka's PEM keystore file holds them: one
+    unencrypted PKCS#8 key (``BEGIN PRIVATE KEY``, the only unencrypted form Kafka reads), then
+    the certificates, the server's first. The key is the first in its file, as Python's ssl
+    module takes it.
+
+    :raises ValueError: no certificate or no key, or a key that cannot be converted.
+    """
+    certfile = Path(tls.certfile)
+    keyfile = Path(tls.keyfile) if tls.keyfile is not None else certfile
+    certificates = _pem_blocks(certfile, _PEM_CERTIFICATE)
+    keys = _pem_blocks(keyfile, _PEM_KEY)
+    if not certificates:
+        raise ValueError(f"tls: no certificate in {certfile}")
+    if not keys:
+        raise ValueError(f"tls: no private key in {keyfile}")
+    key = keys[0]
+    if not key.startswith("-----BEGIN PRIVATE KEY-----"):
+        key = _unencrypted_pkcs8(key, tls.password, keyfile)
+    return key + "".join(certificates)
+
+
+def _unencrypted_pkcs8(key: str, password: str | None, source: Path) -> str:
+    """``key`` (PKCS#1, SEC 1 or encrypted PKCS#8) as an unencrypted PKCS#8 key."""
+    try:
+        import cryptography.hazmat.primitives.serialization as pem
+    except ImportError:
+        raise ValueError(
+            f"tls: the key in {source} is not an unencrypted PKCS#8 key (BEGIN PRIVATE KEY), the form "
+            "Kafka's PEM keystore reads: install the cryptography package to have it converted, or "
+            f"convert it once with `openssl pkcs8 -topk8 -nocrypt -in {source}`"
+        ) from None
+    encrypted = "ENCRYPTED" in key
+    try:
+        loaded = pem.load_pem_private_key(
+            key.encode("ascii"), password.encode() if encrypted and password is not None else None
+        )
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"tls: cannot read the key in {source}: {exc}") from None
+    return loaded.private_bytes(pem.Encoding.PEM, pem.PrivateFormat.PKCS8, pem.NoEncryption()).decode("ascii")
+
+
 def _accepts(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
@@ -192,6 +261,8 @@ class KafkaBroker:
     controller_port: int
     directory: Path
     sasl_port: int | None = None
+    ssl_port: int | None = None
+    sasl_ssl_port: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     paused: bool = False
 
@@ -204,6 +275,17 @@ class KafkaBroker:
     def sasl_address(self) -> str | None:
         """``127.0.0.1:PORT`` of its SASL_PLAINTEXT listener, if the cluster has one."""
         return None if self.sasl_port is None else f"{_LOOPBACK}:{self.sasl_port}"
+
+    @property
+    def ssl_address(self) -> str | None:
+        """``127.0.0.1:PORT`` of its SSL listener, if the cluster has one (``tls``)."""
+        return None if self.ssl_port is None else f"{_LOOPBACK}:{self.ssl_port}"
+
+    @property
+    def sasl_ssl_address(self) -> str | None:
+        """``127.0.0.1:PORT`` of its SASL_SSL listener, if the cluster has one (``tls`` and
+        ``sasl_users``)."""
+        return None if self.sasl_ssl_port is None else f"{_LOOPBACK}:{self.sasl_ssl_port}"
 
     @property
     def running(self) -> bool:
@@ -249,6 +331,16 @@ class KafkaCluster:
         PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (their SCRAM credentials written when the storage
         is formatted, as ``kafka-storage format --add-scram`` does). Brokers talk to each other
         over PLAINTEXT.
+    :param tls: the same :class:`~coordinator_api.TlsSettings` an embedded coordinator takes:
+        every node gets an SSL client listener (:attr:`ssl_bootstrap_servers`) and, with
+        ``sasl_users``, a SASL_SSL one too (:attr:`sasl_ssl_bootstrap_servers`), both with these
+        PEM files as Kafka's PEM keystore (``ssl.keystore.type=PEM``) and, if ``cafile`` is set,
+        PEM truststore. The key is written into the node's directory as the unencrypted PKCS#8
+        key Kafka reads (converted with the ``cryptography`` package if it is in another form,
+        or encrypted); ``client_auth`` is ``ssl.client.auth`` on both listeners (on SASL_SSL
+        Kafka applies it only listener-prefixed, which is how it is written). The certificate
+        must name 127.0.0.1, since clients verify it; PLAINTEXT stays the brokers' and the
+        controllers' listener.
     :param heap_mb: each broker's Java heap.
     :param jvm_options: the brokers' other JVM options (default :data:`TEST_JVM_OPTIONS`).
     :param cache_dir: where the jars are cached (see :func:`kafka_classpath`).
@@ -261,6 +353,7 @@ class KafkaCluster:
         *,
         broker_config: dict[str, str] | None = None,
         sasl_users: Mapping[str, str] | None = None,
+        tls: TlsSettings | None = None,
         heap_mb: int = 256,
         jvm_options: Sequence[str] = TEST_JVM_OPTIONS,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -279,6 +372,11 @@ class KafkaCluster:
                     f"sasl_users: {user!r}: names and passwords of letters, digits, '_', '.' and '-' only "
                     "(they are written into JAAS and kafka-storage arguments)"
                 )
+        if tls is not None and not isinstance(tls, TlsSettings):
+            raise TypeError(f"tls must be a TlsSettings, not {type(tls).__name__}")
+        self._tls = tls
+        # Read, checked and converted now: a key Kafka cannot read fails here, not in a broker.
+        self._keystore_pem = _pem_keystore(tls) if tls is not None else ""
         self._heap_mb = heap_mb
         self._jvm_options = tuple(jvm_options)
         self._cache_dir = cache_dir
@@ -304,8 +402,16 @@ class KafkaCluster:
                 directory = self._directory / f"broker-{node_id}"
                 (directory / "logs").mkdir(parents=True)
                 sasl_port = _free_port() if self._sasl_users else None
+                ssl_port = _free_port() if self._tls is not None else None
+                sasl_ssl_port = _free_port() if self._tls is not None and self._sasl_users else None
                 self._brokers[node_id] = KafkaBroker(
-                    node_id, _free_port(), _free_port(), directory, sasl_port=sasl_port
+                    node_id,
+                    _free_port(),
+                    _free_port(),
+                    directory,
+                    sasl_port=sasl_port,
+                    ssl_port=ssl_port,
+                    sasl_ssl_port=sasl_ssl_port,
                 )
             cluster_id = _kafka_uuid()
             for broker in self._brokers.values():
@@ -375,6 +481,26 @@ class KafkaCluster:
         addresses = [b.sasl_address for b in self.brokers if b.sasl_address is not None]
         if not addresses:
             raise RuntimeError("this KafkaCluster has no SASL listener: give it sasl_users")
+        return ",".join(addresses)
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        """Every node's SSL listener, comma-separated (see ``tls``)."""
+        if not self._brokers:
+            raise RuntimeError("the KafkaCluster is not started")
+        addresses = [b.ssl_address for b in self.brokers if b.ssl_address is not None]
+        if not addresses:
+            raise RuntimeError("this KafkaCluster has no SSL listener: give it tls")
+        return ",".join(addresses)
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """Every node's SASL_SSL listener, comma-separated (see ``tls`` and ``sasl_users``)."""
+        if not self._brokers:
+            raise RuntimeError("the KafkaCluster is not started")
+        addresses = [b.sasl_ssl_address for b in self.brokers if b.sasl_ssl_address is not None]
+        if not addresses:
+            raise RuntimeError("this KafkaCluster has no SASL_SSL listener: give it tls and sasl_users")
         return ",".join(addresses)
 
     @property
@@ -496,15 +622,19 @@ class KafkaCluster:
     def _write_config(self, broker: KafkaBroker) -> None:
         voters = ",".join(f"{b.node_id}@{_LOOPBACK}:{b.controller_port}" for b in self.brokers)
         replicas = min(3, self._size)
+        listeners = _client_listeners(broker)
         settings = {
             "process.roles": "broker,controller",
             "node.id": str(broker.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{broker.address},CONTROLLER://{_LOOPBACK}:{broker.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{broker.address}",
+            "listeners": ",".join(f"{name}://{address}" for name, address in listeners.items())
+            + f",CONTROLLER://{_LOOPBACK}:{broker.controller_port}",
+            "advertised.listeners": ",".join(f"{name}://{address}" for name, address in listeners.items()),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            # Each client listener is named after its security protocol.
+            "listener.security.protocol.map": "".join(f"{name}:{name}," for name in listeners)
+            + "CONTROLLER:PLAINTEXT",
             "log.dirs": str(broker.directory / "data"),
             "num.partitions": "1",
             "default.replication.factor": str(replicas),
@@ -526,31 +656,52 @@ class KafkaCluster:
             "background.threads": "2",
             "log.cleaner.enable": "false",
             "auto.create.topics.enable": "false",
-            **self._broker_config,
         }
-        if broker.sasl_address is not None:
-            settings.update(self._sasl_settings(broker))
+        if self._sasl_users:
+            settings.update(self._sasl_settings(listeners))
+        if self._tls is not None:
+            settings.update(self._ssl_settings(broker, listeners))
+        settings.update(self._broker_config)
         text = "".join(f"{key}={value}\n" for key, value in settings.items())
         (broker.directory / "server.properties").write_text(text, encoding="utf-8")
         (broker.directory / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
 
-    def _sasl_settings(self, broker: KafkaBroker) -> dict[str, str]:
-        """The SASL_PLAINTEXT listener beside PLAINTEXT, and its mechanisms' logins."""
+    def _sasl_settings(self, listeners: Mapping[str, str]) -> dict[str, str]:
+        """The mechanisms' logins on each SASL listener (SASL_PLAINTEXT, and SASL_SSL with TLS)."""
         plain_users = " ".join(f'user_{u}="{p}"' for u, p in sorted(self._sasl_users.items()))
+        plain = f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        return {
-            "listeners": f"PLAINTEXT://{broker.address},SASL_PLAINTEXT://{broker.sasl_address},"
-            f"CONTROLLER://{_LOOPBACK}:{broker.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{broker.address},SASL_PLAINTEXT://{broker.sasl_address}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-            "CONTROLLER:PLAINTEXT",
-            "sasl.enabled.mechanisms": ",".join(_SASL_MECHANISMS),
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};"
-            ),
-            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
-            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
+        settings = {"sasl.enabled.mechanisms": ",".join(_SASL_MECHANISMS)}
+        for name in listeners:
+            if name.startswith("SASL_"):
+                prefix = f"listener.name.{name.lower()}"
+                settings[f"{prefix}.plain.sasl.jaas.config"] = plain
+                settings[f"{prefix}.scram-sha-256.sasl.jaas.config"] = scram
+                settings[f"{prefix}.scram-sha-512.sasl.jaas.config"] = scram
+        return settings
+
+    def _ssl_settings(self, broker: KafkaBroker, listeners: Mapping[str, str]) -> dict[str, str]:
+        """The PEM keystore (and truststore) of the SSL and SASL_SSL listeners, written into the
+        node's directory; both listeners ask for client certificates as ``tls.client_auth`` says."""
+        assert self._tls is not None
+        keystore = broker.directory / "keystore.pem"
+        descriptor = os.open(keystore, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # holds a key
+        with os.fdopen(descriptor, "w", encoding="ascii") as out:
+            out.write(self._keystore_pem)
+        settings = {
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(keystore),  # no password: the key is not encrypted
+            "ssl.client.auth": self._tls.client_auth,
         }
+        if "SASL_SSL" in listeners:  # Kafka ignores the unprefixed ssl.client.auth on SASL_SSL
+            settings["listener.name.sasl_ssl.ssl.client.auth"] = self._tls.client_auth
+        if self._tls.cafile is not None:
+            truststore = broker.directory / "truststore.pem"
+            certificates = _pem_blocks(Path(self._tls.cafile), _PEM_CERTIFICATE)
+            truststore.write_text("".join(certificates), encoding="ascii")
+            settings["ssl.truststore.type"] = "PEM"
+            settings["ssl.truststore.location"] = str(truststore)
+        return settings
 
     def _java(self, broker: KafkaBroker, main: str, *args: str) -> list[str]:
         return [

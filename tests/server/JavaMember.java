@@ -8,6 +8,9 @@
 // set, and with --read the records it consumed (committed synchronously after each poll).
 // --group-protocol consumer uses KIP-848's protocol; with it, --pattern REGEX subscribes to the
 // topics the coordinator finds matching (instead of --topic). --ssl-ca CA.pem connects over TLS.
+// --sasl-mechanism PLAIN|SCRAM-SHA-256|SCRAM-SHA-512 --sasl-user U --sasl-password P authenticates
+// (SASL_SSL with --ssl-ca, else SASL_PLAINTEXT); a failed authentication (or TLS handshake) is
+// reported as an "error" event with the client's exception and message, and the member ends.
 // SIGTERM closes the consumer gracefully (LeaveGroup); the process ends by itself when its
 // parent is gone.
 
@@ -29,6 +32,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -51,6 +55,22 @@ public class JavaMember {
             out.append(v);
         }
         return out.append("]").toString();
+    }
+
+    // A JSON string: quotes, backslashes and control characters escaped.
+    static String quoted(String text) {
+        StringBuilder out = new StringBuilder("\"");
+        for (char c : String.valueOf(text).toCharArray()) {
+            if (c == '"' || c == '\\') out.append('\\').append(c);
+            else if (c < 0x20) out.append(String.format("\\u%04x", (int) c));
+            else out.append(c);
+        }
+        return out.append('"').toString();
+    }
+
+    // A JAAS option value in double quotes (Kafka's JaasConfig reads backslash escapes).
+    static String jaasQuoted(String text) {
+        return "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 
     static void change(String kind, Collection<TopicPartition> partitions) {
@@ -107,6 +127,17 @@ public class JavaMember {
             props.put("ssl.truststore.type", "PEM");
             props.put("ssl.truststore.location", args.get("ssl-ca"));
         }
+        // --sasl-mechanism M --sasl-user U --sasl-password P: SASL, over TLS if --ssl-ca is given.
+        if (args.containsKey("sasl-mechanism")) {
+            String mechanism = args.get("sasl-mechanism");
+            String module = mechanism.equals("PLAIN")
+                ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule";
+            props.put("security.protocol", args.containsKey("ssl-ca") ? "SASL_SSL" : "SASL_PLAINTEXT");
+            props.put("sasl.mechanism", mechanism);
+            props.put("sasl.jaas.config", module + " required username=" + jaasQuoted(args.get("sasl-user"))
+                + " password=" + jaasQuoted(args.get("sasl-password")) + ";");
+        }
 
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
         CountDownLatch closed = new CountDownLatch(1);
@@ -137,6 +168,10 @@ public class JavaMember {
                 try {
                     records = consumer.poll(Duration.ofMillis(200));
                 } catch (WakeupException e) {
+                    break;
+                } catch (AuthenticationException e) {  // every later poll would fail the same way
+                    report("\"event\": \"error\", \"error\": " + quoted(e.getClass().getSimpleName())
+                        + ", \"message\": " + quoted(e.getMessage()));
                     break;
                 } catch (KafkaException e) {  // the embedded coordinator keeps no log: fetches fail
                     continue;
