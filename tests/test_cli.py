@@ -27,11 +27,15 @@ from coordinator_api._cli import _groups_shorthand, build_parser, table
 from coordinator_api.testing import KafkaCluster
 
 CLI = [sys.executable, "-m", "coordinator_api"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_serve_declares_topics_from_flags_and_config_file(tmp_path: Path) -> None:
+    # docs/coordinator.md's config file, as written (events = 12, orders = 6); the flag overrides it.
     config = tmp_path / "coordinator.toml"
-    config.write_text("[coordinator]\ninitial_rebalance_delay_ms = 0\n\n[topics]\norders = 6\n")
+    (example,) = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "coordinator.md").read_text(), re.DOTALL)
+    assert "events = 12" in example and "orders = 6" in example
+    config.write_text(example)
     process = subprocess.Popen(
         [*CLI, "serve", "--port", "0", "--topic", "events:3", "--config", str(config)],
         stdout=subprocess.PIPE,
