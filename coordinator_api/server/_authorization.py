@@ -19,15 +19,17 @@ with the same :class:`Requester`. Kafka's checks, per request:
 JoinGroup, SyncGroup,      GROUP READ, else GROUP_AUTHORIZATION_FAILED
 Heartbeat, LeaveGroup
 OffsetCommit               GROUP READ (else every partition GROUP_AUTHORIZATION_FAILED), then
-                           TOPIC READ per topic (else its partitions TOPIC_AUTHORIZATION_FAILED)
+                           TOPIC READ per topic (else its partitions TOPIC_AUTHORIZATION_FAILED,
+                           answered before the others)
 OffsetFetch                GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED); partitions asked
                            for of topics without TOPIC DESCRIBE: TOPIC_AUTHORIZATION_FAILED;
                            all partitions asked for: those topics left out
 ListGroups                 every group with CLUSTER DESCRIBE, else those with GROUP DESCRIBE
 DescribeGroups,            GROUP DESCRIBE per group (else GROUP_AUTHORIZATION_FAILED for it);
-ConsumerGroupDescribe,     a consumer group using a topic without TOPIC DESCRIBE is answered
-GroupDescribe              TOPIC_AUTHORIZATION_FAILED (ConsumerGroupDescribe)
-DeleteGroups               GROUP DELETE per group
+ConsumerGroupDescribe,     a consumer group with a topic without TOPIC DESCRIBE in a member's
+GroupDescribe              assignment or target assignment is answered TOPIC_AUTHORIZATION_FAILED
+                           (ConsumerGroupDescribe); refused groups first, then the others
+DeleteGroups               GROUP DELETE per group; the refused groups after the others
 ConsumerGroupHeartbeat,    GROUP READ; a consumer group's subscribed topic names each need
 GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED;
                            a regex gives the member only topics it may DESCRIBE (its
@@ -183,12 +185,10 @@ def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:
 
     def merge(result: Result) -> Result:
         assert isinstance(result, OffsetCommitResult)
-        answered = iter(result.errors)
-        errors = tuple(
-            next(answered) if readable[o.topic] else (o.topic, o.partition, TOPIC_REFUSED)
-            for o in request.offsets
-        )
-        return OffsetCommitResult(errors=errors)
+        # KafkaApis answers the refused partitions first (its response builder holds them
+        # before the coordinator's answers are merged in), each in the request's order.
+        errors = tuple((o.topic, o.partition, TOPIC_REFUSED) for o in refused)
+        return OffsetCommitResult(errors=errors + result.errors)
 
     return Admitted(dataclasses.replace(request, offsets=admitted), merge)
 
@@ -253,7 +253,8 @@ def _split(
     return [g for g in group_ids if not allowed[g]], tuple(g for g in group_ids if allowed[g])
 
 
-# Kafka's answers put the refused groups first, then the coordinator's.
+# Kafka's answers to DescribeGroups and ConsumerGroupDescribe put the refused groups first, then
+# the coordinator's; to DeleteGroups, the coordinator's first, then the refused groups.
 
 
 def _describe_groups(who: Requester, request: DescribeGroups) -> Refused | Admitted:
@@ -287,8 +288,9 @@ def _consumer_group_describe(who: Requester, request: ConsumerGroupDescribe) -> 
         assert isinstance(result, ConsumerGroupDescribeResult)
         groups = result.groups
         if not request.any_protocol_type:
-            # KafkaApis (KAFKA-18813): a consumer group with a topic the client may not describe,
-            # subscribed or assigned, is answered TOPIC_AUTHORIZATION_FAILED without its details.
+            # KafkaApis (KAFKA-18813): a consumer group with a topic the client may not describe
+            # in a member's assignment or target assignment is answered TOPIC_AUTHORIZATION_FAILED
+            # without its details (a topic only subscribed to is not checked, as on Kafka).
             groups = tuple(_hide_unseen_topics(who, g) for g in groups)
         return ConsumerGroupDescribeResult(groups=errors + groups)
 
@@ -296,18 +298,14 @@ def _consumer_group_describe(who: Requester, request: ConsumerGroupDescribe) -> 
 
 
 #: Kafka's message when a described consumer group uses topics the client may not describe.
-UNSEEN_TOPICS_MESSAGE = "The described group uses topics that the client is not authorized to describe."
+UNSEEN_TOPICS_MESSAGE = "The group has described topic(s) that the client is not authorized to describe."
 
 
 def _hide_unseen_topics(who: Requester, group: DescribedConsumerGroup) -> DescribedConsumerGroup:
     topics = {
         name
         for m in group.members
-        for name in (
-            *m.subscribed_topic_names,
-            *(t for _, t, _ in m.assignment),
-            *(t for _, t, _ in m.target_assignment),
-        )
+        for name in (*(t for _, t, _ in m.assignment), *(t for _, t, _ in m.target_assignment))
     }
     if group.error is not ErrorCode.NONE or all(who.may(DESCRIBE, TOPIC, t) for t in topics):
         return group
@@ -322,7 +320,7 @@ def _delete_groups(who: Requester, request: DeleteGroups) -> Refused | Admitted:
 
     def merge(result: Result) -> Result:
         assert isinstance(result, DeleteGroupsResult)
-        return DeleteGroupsResult(results=errors + result.results)
+        return DeleteGroupsResult(results=result.results + errors)
 
     return Admitted(DeleteGroups(group_ids=admitted), merge)
 

@@ -52,6 +52,9 @@ _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
 _SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # of a SASL listener (sasl_users)
+_STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+# The principal of every PLAINTEXT connection, the nodes' own among them (see ``authorizer``).
+_NODES_PRINCIPAL: Final = "User:ANONYMOUS"
 
 TEST_JVM_OPTIONS: Final[tuple[str, ...]] = (
     "-XX:+UseSerialGC",
@@ -341,6 +344,22 @@ class KafkaCluster:
         Kafka applies it only listener-prefixed, which is how it is written). The certificate
         must name 127.0.0.1, since clients verify it; PLAINTEXT stays the brokers' and the
         controllers' listener.
+    :param authorizer: run Kafka's ``StandardAuthorizer`` on every node
+        (``authorizer.class.name``): ACLs kept in the metadata log, managed over CreateAcls,
+        DescribeAcls and DeleteAcls; ``allow.everyone.if.no.acl.found`` stays false
+        (``broker_config`` may change it). The nodes talk to each other and to the controllers
+        over PLAINTEXT, as ``User:ANONYMOUS``, and that principal needs CLUSTER_ACTION on the
+        cluster (broker registration and heartbeats, replication, the admin requests a broker
+        forwards to the controller) before any ACL can be read: a controller admits only super
+        users until it has loaded the metadata log. So ``User:ANONYMOUS`` is always a super
+        user, and a client on the PLAINTEXT listener (:attr:`bootstrap_servers`, which this
+        class's own helpers use) may do anything; clients whose permissions are under test
+        authenticate on the SASL listener (``sasl_users``: ``User:<name>``) or with a client
+        certificate (``tls``). An ACL change is enforced once the broker has read it from the
+        metadata log, shortly after CreateAcls or DeleteAcls is answered: poll DescribeAcls,
+        which lists what the broker enforces, until it shows.
+    :param super_users: principals allowed everything besides ``User:ANONYMOUS``
+        (``super.users``), e.g. ``("User:admin",)``; only with ``authorizer``.
     :param heap_mb: each broker's Java heap.
     :param jvm_options: the brokers' other JVM options (default :data:`TEST_JVM_OPTIONS`).
     :param cache_dir: where the jars are cached (see :func:`kafka_classpath`).
@@ -354,6 +373,8 @@ class KafkaCluster:
         broker_config: dict[str, str] | None = None,
         sasl_users: Mapping[str, str] | None = None,
         tls: TlsSettings | None = None,
+        authorizer: bool = False,
+        super_users: Sequence[str] = (),
         heap_mb: int = 256,
         jvm_options: Sequence[str] = TEST_JVM_OPTIONS,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -375,6 +396,20 @@ class KafkaCluster:
         if tls is not None and not isinstance(tls, TlsSettings):
             raise TypeError(f"tls must be a TlsSettings, not {type(tls).__name__}")
         self._tls = tls
+        if isinstance(super_users, str):
+            raise TypeError("super_users is a sequence of principals, e.g. ('User:admin',), not a string")
+        for principal in super_users:
+            # ';' separates super.users; '\\' and line breaks mean something in a properties file.
+            if not re.fullmatch(r"[A-Za-z]+:[^;\\\r\n]+", principal):
+                raise ValueError(
+                    f"super_users: {principal!r} is not TYPE:NAME (User:admin) without ';' or '\\'"
+                )
+        if super_users and not authorizer:
+            raise ValueError(
+                "super_users needs authorizer=True: without an authorizer everyone may do anything"
+            )
+        self._authorizer = authorizer
+        self._super_users = tuple(dict.fromkeys((_NODES_PRINCIPAL, *super_users)))
         # Read, checked and converted now: a key Kafka cannot read fails here, not in a broker.
         self._keystore_pem = _pem_keystore(tls) if tls is not None else ""
         self._heap_mb = heap_mb
@@ -661,6 +696,9 @@ class KafkaCluster:
             settings.update(self._sasl_settings(listeners))
         if self._tls is not None:
             settings.update(self._ssl_settings(broker, listeners))
+        if self._authorizer:
+            settings["authorizer.class.name"] = _STANDARD_AUTHORIZER
+            settings["super.users"] = ";".join(self._super_users)
         settings.update(self._broker_config)
         text = "".join(f"{key}={value}\n" for key, value in settings.items())
         (broker.directory / "server.properties").write_text(text, encoding="utf-8")

@@ -80,11 +80,15 @@ from coordinator_api.server._acls import ResourceType as Kind
 from coordinator_api.server._authorization import Admitted, Refused, Requester, authorize_request
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupDescribe,
+    ConsumerGroupDescribeResult,
     CreatedTopic,
     CreateTopics,
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
     DescribeGroups,
     Heartbeat,
     HeartbeatResult,
@@ -268,6 +272,87 @@ def test_refused_requests_never_reach_the_state_machine_and_narrowed_ones_are_co
         )
     )
     assert isinstance(authorize_request(alice, DescribeGroups(group_ids=("g",))), Admitted)
+
+
+def test_refused_parts_are_answered_where_kafka_puts_them() -> None:
+    """KafkaApis' orders, as Kafka 4 answers (tests/server/test_acls_on_kafka.py compares them
+    with a broker): refused partitions of an OffsetCommit before the coordinator's answers,
+    refused groups of a DeleteGroups after them; and ConsumerGroupDescribe hides a group for a
+    topic in an assignment or target assignment, not for one only subscribed to."""
+    acls = Authorizer(
+        [
+            acl(GROUP, "g", "User:alice", READ),
+            acl(GROUP, "g", "User:alice", AclOperation.DELETE),
+            acl(TOPIC, "t", "User:alice", READ),
+        ]
+    )
+    alice = Requester(acls, "User:alice", "10.0.0.1")
+    commit = OffsetCommit(
+        group_id="g",
+        generation_id=1,
+        member_id="m",
+        group_instance_id=None,
+        offsets=tuple(
+            CommittedOffset(topic=t, partition=p, offset=1)
+            for t, p in (("t", 0), ("u", 0), ("t", 1), ("v", 0))
+        ),
+    )
+    decided = authorize_request(alice, commit)
+    assert isinstance(decided, Admitted) and decided.merge is not None
+    answered = OffsetCommitResult(errors=(("t", 0, ErrorCode.NONE), ("t", 1, ErrorCode.NONE)))
+    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    merged = decided.merge(answered)
+    assert isinstance(merged, OffsetCommitResult)
+    assert merged.errors == (("u", 0, refused), ("v", 0, refused), *answered.errors)
+
+    deleting = authorize_request(alice, DeleteGroups(group_ids=("h", "g", "i")))
+    assert isinstance(deleting, Admitted) and deleting.merge is not None
+    assert deleting.request == DeleteGroups(group_ids=("g",))
+    assert deleting.merge(
+        DeleteGroupsResult(results=(("g", ErrorCode.NON_EMPTY_GROUP),))
+    ) == DeleteGroupsResult(
+        results=(
+            ("g", ErrorCode.NON_EMPTY_GROUP),
+            ("h", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            ("i", ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        )
+    )
+
+    def member(subscribed: tuple[str, ...], assigned: tuple[str, ...]) -> DescribedConsumerMember:
+        return DescribedConsumerMember(
+            member_id="m",
+            instance_id=None,
+            rack_id=None,
+            member_epoch=1,
+            client_id="c",
+            client_host="/10.0.0.1",
+            subscribed_topic_names=subscribed,
+            subscribed_topic_regex=None,
+            assignment=tuple((bytes(16), t, (0,)) for t in assigned),
+            target_assignment=(),
+        )
+
+    only_subscribed = DescribedConsumerGroup(
+        group_id="g", error=ErrorCode.NONE, members=(member(("u",), ()),)
+    )
+    assigned = dataclasses.replace(only_subscribed, members=(member(("t", "u"), ("t", "u")),))
+    describing = authorize_request(alice, ConsumerGroupDescribe(group_ids=("g",)))
+    assert isinstance(describing, Admitted) and describing.merge is not None
+    describe_merge = describing.merge
+
+    def described_as(group: DescribedConsumerGroup) -> DescribedConsumerGroup:
+        described = describe_merge(ConsumerGroupDescribeResult(groups=(group,)))
+        assert isinstance(described, ConsumerGroupDescribeResult)
+        (answered_group,) = described.groups
+        return answered_group
+
+    assert described_as(only_subscribed) == only_subscribed  # u is subscribed to, not assigned: shown
+    hidden = described_as(assigned)
+    assert (hidden.error, hidden.members, hidden.message) == (
+        refused,
+        (),
+        "The group has described topic(s) that the client is not authorized to describe.",
+    )
 
 
 # --- on a real coordinator ---------------------------------------------------------------------
@@ -569,7 +654,7 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
         )
         assert (
             hidden.error_message
-            == "The described group uses topics that the client is not authorized to describe."
+            == "The group has described topic(s) that the client is not authorized to describe."
         )
         seen = _call(
             alice,
