@@ -12,8 +12,9 @@ to hand to the state machine, with the connection's principal and address, and g
   a function that puts the refused parts back into the state machine's result, each with
   Kafka's error, in Kafka's order.
 
-Requests the shell answers itself (Metadata, FindCoordinator, the ACL APIs) are checked there,
-with the same :class:`Requester`. Kafka's checks, per request:
+Requests the shell answers itself (Metadata, FindCoordinator, the ACL APIs; the client quota
+APIs, DESCRIBE_CONFIGS or ALTER_CONFIGS on the cluster; DescribeUserScramCredentials, DESCRIBE
+on the cluster) are checked there, with the same :class:`Requester`. Kafka's checks, per request:
 
 =========================  ===================================================================
 JoinGroup, SyncGroup,      GROUP READ, else GROUP_AUTHORIZATION_FAILED

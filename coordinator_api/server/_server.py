@@ -15,7 +15,9 @@ import itertools
 import logging
 import sqlite3
 import struct
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,13 @@ from coordinator_api.server._messages import (
     Request,
     Result,
     Topic,
+)
+from coordinator_api.server._quotas import (
+    AlterOutcome,
+    ClientQuotas,
+    InvalidQuotaError,
+    percent_seconds,
+    principal_name,
 )
 from coordinator_api.server._sasl import AuthenticationFailed, SaslExchange, SaslSettings
 from coordinator_api.server._state import GroupCoordinator
@@ -162,6 +171,9 @@ class CoordinatorServer:
                 super_users=self.config.super_users,
                 allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
             )
+        # Client quotas (kafka-configs), with those stored once started; measured only once one
+        # sets a request_percentage.
+        self._quotas = ClientQuotas()
         self._store: SqliteStore | None = None
         self._servers: list[asyncio.Server] = []
         self.ports: dict[str, int] = {}  # listener name -> the port it listens on, once started
@@ -219,6 +231,7 @@ class CoordinatorServer:
             )
             if self.acls is not None:
                 self.acls.add(self._store.load_acls())
+            self._quotas.apply(self._store.load_client_quotas())
         for name, partitions in self._declared_topics.items():
             existing = self.state.topic(name)
             if existing is not None:
@@ -262,15 +275,15 @@ class CoordinatorServer:
             self._data_dir or "none, state in memory",
         )
         if listener.anonymous_beyond_loopback:
-            if listener.allow_anonymous:
+            if not self.config.authorizer:
                 granted = (
-                    "whatever the ACLs grant User:ANONYMOUS or name no one for"
-                    if self.config.authorizer
-                    else "list and describe every group, join, leave or fence any member, and read or "
+                    "list and describe every group, join, leave or fence any member, and read or "
                     "overwrite any committed offset"
                 )
+            elif self.config.allow_everyone_if_no_acl_found:
+                granted = "do whatever the ACLs grant User:ANONYMOUS, and anything to what no ACL names"
             else:
-                granted = "whatever the ACLs grant User:ANONYMOUS"
+                granted = "do whatever the ACLs grant User:ANONYMOUS"
             log.warning(
                 "listener %s on %s:%d reaches beyond this machine (%s) and does not authenticate its "
                 "clients: anyone who can reach the port may %s. Listen on 127.0.0.1 (the default), "
@@ -373,7 +386,10 @@ class CoordinatorServer:
                 conn, frame, merge = entry
                 result = merge(answered) if merge is not None else answered
                 if frame.api_key in self._heartbeats.APIS and not log.isEnabledFor(logging.DEBUG):
-                    conn.finish(frame, self._heartbeats.response(frame, result))
+                    throttle_ms = (
+                        self.throttle_time(conn, frame, answered=True) if conn.meter is not None else 0
+                    )
+                    conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
                 else:
                     conn.finish(frame, _wire.to_response(frame, result))
         for event in fx.events:
@@ -381,7 +397,62 @@ class CoordinatorServer:
         self._reschedule()
 
     def handle_frame(self, conn: _Connection, payload: bytes) -> None:
-        """Route one complete request. Raises MalformedRequest to have the connection closed."""
+        """Route one complete request. Raises MalformedRequest to have the connection closed.
+
+        Once a request quota is set (:attr:`ClientQuotas.enabled`), the time spent on the
+        request is measured here for its client's quota (:meth:`throttle_time`)."""
+        quotas = self._quotas
+        if not quotas.enabled:
+            self._route_frame(conn, payload)
+            return
+        started = time.perf_counter_ns()
+        known = conn.client_id_field
+        if known is not None and payload.startswith(known[1], 8):
+            client_id = known[0]
+        else:
+            known = conn.client_id_field = _wire.client_id(payload)
+            client_id = known[0]
+        principal = conn.principal
+        meter = conn.meter = _Meter(
+            principal_name(principal) if principal is not None else None, client_id, started
+        )
+        try:
+            self._route_frame(conn, payload)
+        finally:
+            spent = time.perf_counter_ns() - meter.since_ns
+            meter.since_ns = 0
+            if not meter.answered:
+                meter.spent_ns += spent  # parked: counted when it is answered
+            else:
+                if conn.meter is meter:
+                    conn.meter = None
+                if meter.user is not None:
+                    # Encoding and sending the answer: counted, and judged with the next request.
+                    quotas.record_unchecked(
+                        meter.user, meter.client_id, percent_seconds(spent), self._now_ms()
+                    )
+
+    def throttle_time(self, conn: _Connection, frame: _wire.Frame, *, answered: bool) -> int:
+        """Count the time spent on ``conn``'s current request for its client's request quota,
+        now that its answer is decided, and return the throttle time the answer carries (0
+        within the quota, for a request Kafka does not count, and with no answer)."""
+        meter = conn.meter
+        assert meter is not None
+        now_ns = time.perf_counter_ns()
+        spent = meter.spent_ns
+        if meter.since_ns:
+            spent += now_ns - meter.since_ns
+            meter.since_ns = now_ns  # the rest of handle_frame is counted after the answer
+        else:
+            conn.meter = None  # answered after it was parked: nothing more to count
+        meter.spent_ns = 0
+        meter.answered = True
+        if meter.user is None or frame.api_key in _NOT_COUNTED or not answered:
+            meter.user = None
+            return 0
+        return self._quotas.record(meter.user, meter.client_id, percent_seconds(spent), self._now_ms())
+
+    def _route_frame(self, conn: _Connection, payload: bytes) -> None:
         frame = _wire.peek_frame(payload)
         key = ApiKey(frame.api_key) if frame.api_key in _API_KEY_VALUES else None
         api = _wire.API_KEYS.get(key) if key is not None else None
@@ -420,8 +491,6 @@ class CoordinatorServer:
                     f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: "
                     f"{exc!r}"
                 ) from exc
-            if answer is not None and not isinstance(answer, bytes):
-                answer = _wire.encode(frame, answer)
             conn.finish(frame, answer)
             return
         merge = None
@@ -511,6 +580,10 @@ class CoordinatorServer:
             )
         if key in _wire.ACL_APIS:
             return self._acl_request(conn, frame, message)
+        if key in _wire.QUOTA_APIS:
+            return self._quota_request(conn, frame, message)
+        if key is ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+            return self._scram_credentials(conn, frame, message)
         if key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
             # acks=0: the producer expects no response.
             if key is ApiKey.PRODUCE and message.acks == 0:
@@ -662,6 +735,94 @@ class CoordinatorServer:
             return False
         return True
 
+    def _quota_request(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
+        """DescribeClientQuotas and AlterClientQuotas, as Kafka's brokers answer them (KIP-546):
+        DESCRIBE_CONFIGS (describe) or ALTER_CONFIGS (alter) on the cluster needed when the
+        authorizer is on; changes stored (and synced) in the data directory before they are
+        made and answered."""
+        quotas = self._quotas
+        v = frame.api_version
+        describing = frame.api_key == ApiKey.DESCRIBE_CLIENT_QUOTAS
+        needed = AclOperation.DESCRIBE_CONFIGS if describing else AclOperation.ALTER_CONFIGS
+        allowed = self.acls is None or self._requester(conn).may(needed, ResourceType.CLUSTER)
+        if describing:
+            if not allowed:
+                refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                return _wire.describe_client_quotas_response(v, refused, _CLUSTER_REFUSED, None)
+            components, strict = _wire.quota_filter(message)
+            try:
+                found = quotas.describe(components, strict=strict)
+            except InvalidQuotaError as invalid:
+                return _wire.describe_client_quotas_response(v, invalid.error, str(invalid), None)
+            return _wire.describe_client_quotas_response(v, ErrorCode.NONE, None, found)
+        alterations = _wire.quota_alterations(message)
+        if not allowed:
+            outcomes = [
+                AlterOutcome(a.entity, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
+                for a in alterations
+            ]
+            return _wire.alter_client_quotas_response(v, outcomes)
+        outcomes, changes = quotas.alter(alterations)
+        if message.validate_only or not changes:
+            return _wire.alter_client_quotas_response(v, outcomes)
+        if self._store is not None:
+            try:
+                self._store.change_client_quotas(changes)
+            except sqlite3.Error:
+                log.exception(
+                    "could not store a client quota change; closing the connection that asked for it"
+                )
+                conn.close("state could not be stored")
+                return None
+        quotas.apply(changes)
+        for change in changes:
+            log.info(
+                "client quota of %s %s by %s",
+                change.entity,
+                f"removed: {change.key}" if change.value is None else f"set: {change.key}={change.value:g}",
+                conn.principal,
+            )
+        return _wire.alter_client_quotas_response(v, outcomes)
+
+    def _scram_credentials(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
+        """DescribeUserScramCredentials, as Kafka's brokers answer it: DESCRIBE on the cluster
+        needed when the authorizer is on; the SCRAM credentials (mechanism and iterations, never
+        more) of the SASL listeners' users files (a user in several: the first listener's)."""
+        v = frame.api_version
+        if self.acls is not None and not self._requester(conn).may(
+            AclOperation.DESCRIBE, ResourceType.CLUSTER
+        ):
+            return _wire.describe_user_scram_credentials_response(
+                v, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED, []
+            )
+        known: dict[str, list[tuple[str, int]]] = {}
+        for listener in self.listeners:
+            if listener.sasl is None:
+                continue
+            try:
+                users = listener.sasl.users()
+            except ConfigurationError as unreadable:
+                return _wire.describe_user_scram_credentials_response(
+                    v, ErrorCode.UNKNOWN_SERVER_ERROR, str(unreadable), []
+                )
+            for user, credentials in users.items():
+                known.setdefault(
+                    user, [(mechanism, c.iterations) for mechanism, c in sorted(credentials.items())]
+                )
+        asked = _wire.scram_users_asked(message)
+        results: list[tuple[str, ErrorCode, str | None, list[tuple[str, int]]]] = []
+        for user in sorted(known) if asked is None else list(dict.fromkeys(asked)):
+            if asked is not None and asked.count(user) > 1:
+                twice = "Cannot describe SCRAM credentials for the same user twice in a single request: "
+                twice += user
+                results.append((user, ErrorCode.DUPLICATE_RESOURCE, twice, []))
+            elif user in known:
+                results.append((user, ErrorCode.NONE, None, known[user]))
+            else:
+                missing = f"Attempt to describe a user credential that does not exist: {user}"
+                results.append((user, ErrorCode.RESOURCE_NOT_FOUND, missing, []))
+        return _wire.describe_user_scram_credentials_response(v, ErrorCode.NONE, None, results)
+
     def release(self, ref: int) -> None:
         """The client of a request held in the state machine sent another one."""
         if ref in self._inflight:
@@ -704,6 +865,22 @@ class CoordinatorServer:
 
 
 _Merge = Callable[[Result], Result]
+
+# Requests Kafka does not count against request quotas: SASL's are answered by its
+# authenticator, before any quota applies (so are ApiVersions before authentication).
+_NOT_COUNTED = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+@dataclass(slots=True)
+class _Meter:
+    """The handling time of a connection's current request, for its client's request quota:
+    ``user`` None when it does not count (before authentication, SASL, no answer)."""
+
+    user: str | None
+    client_id: str
+    since_ns: int  # perf_counter_ns when handle_frame began on it, 0 once that returned
+    spent_ns: int = 0  # time counted before, while it was parked, and not yet recorded
+    answered: bool = False
 
 
 def _acl_words(b: AclBinding) -> str:
@@ -750,6 +927,9 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        if self._unmute is not None:
+            self._unmute.cancel()
+            self._unmute = None
         self._queue.clear()
         self._buffer.clear()
         self._server.connection_closed(self)
@@ -797,13 +977,20 @@ class _Connection(asyncio.Protocol):
         if delta:
             self._server.hold_request_bytes(self, delta)
 
+    # Request quotas: the current request's handling time, while quotas are on; and, while a
+    # throttled client's delay runs (KIP-219), what ends it.
+    meter: _Meter | None = None
+    client_id_field: tuple[str, bytes] | None = None  # the last client id read, and its bytes
+    _unmute: asyncio.TimerHandle | None = None
+
     def update_reading(self) -> None:
         """Read from the socket unless a request waits to be served (like a Kafka broker:
         pipelined requests stay in the socket, so a connection holds at most one request beyond
-        the one being served) or the server is over its budget of request bytes."""
+        the one being served), the client is throttled, or the server is over its budget of
+        request bytes."""
         if self._transport is None:
             return
-        waiting = bool(self._queue)
+        waiting = bool(self._queue) or self._unmute is not None
         pause = waiting or self._server.over_budget(self)
         if pause and not self._reading_paused:
             self._transport.pause_reading()
@@ -827,6 +1014,7 @@ class _Connection(asyncio.Protocol):
             while (
                 self._queue
                 and self.busy_ref is None
+                and self._unmute is None
                 and not self._writing_paused
                 and self._transport is not None
             ):
@@ -849,18 +1037,46 @@ class _Connection(asyncio.Protocol):
             self._processing = False
         self.update_reading()
 
-    def finish(self, frame: _wire.Frame, response: Any) -> None:
+    def finish(self, frame: _wire.Frame, response: Any, throttle_ms: int | None = None) -> None:
         """Send the answer to the current request (a response, its encoding, or None for no
-        answer) and move on to the next one."""
+        answer) and move on to the next one.
+
+        Under a request quota the answer carries the throttle time its client earned (given as
+        ``throttle_ms`` if the answer already carries it), and the connection is then neither
+        read nor served for that long (KIP-219), whether the client waits or not."""
         self.busy_ref = None
         self.last_activity_ms = self._server._now_ms()
         if self._transport is None:
             return
+        carried = throttle_ms is not None
+        if throttle_ms is None:
+            throttle_ms = (
+                self._server.throttle_time(self, frame, answered=response is not None)
+                if self.meter is not None
+                else 0
+            )
         if response is not None:
+            if throttle_ms and not carried:
+                if isinstance(response, bytes):
+                    response = _wire.with_throttle_time(frame, response, throttle_ms)
+                else:
+                    response.throttle_time_ms = throttle_ms
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("response to %s: %r", self.client_host, response)
             data = response if isinstance(response, bytes) else _wire.encode(frame, response)
             self._transport.write(data)
+        if throttle_ms:
+            self._mute(throttle_ms)
+        self._process()
+
+    def _mute(self, throttle_ms: int) -> None:
+        """Serve and read nothing more for ``throttle_ms`` (Kafka's muted, throttled channel)."""
+        assert self._server._loop is not None
+        self._unmute = self._server._loop.call_later(throttle_ms / 1000, self._end_throttling)
+        self.update_reading()
+
+    def _end_throttling(self) -> None:
+        self._unmute = None
         self._process()
 
 

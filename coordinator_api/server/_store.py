@@ -1,4 +1,5 @@
-"""Durable coordinator state in SQLite: topics, group metadata, committed offsets and ACLs.
+"""Durable coordinator state in SQLite: topics, group metadata, committed offsets, ACLs and
+client quotas.
 
 The shell applies a step's writes in one transaction before it sends that step's replies, so
 an acknowledged offset commit or assignment survives a crash of the process or the machine
@@ -42,6 +43,7 @@ from coordinator_api.server._messages import (
     StoreWrite,
     Topic,
 )
+from coordinator_api.server._quotas import QuotaChange, QuotaEntity, check_quota_value
 
 DATABASE_NAME = "coordinator.sqlite3"
 LOCK_NAME = "coordinator.lock"
@@ -86,6 +88,12 @@ CREATE TABLE IF NOT EXISTS acls (
     operation INTEGER NOT NULL,
     permission INTEGER NOT NULL,
     PRIMARY KEY (resource_type, name, pattern_type, principal, host, operation, permission)
+);
+CREATE TABLE IF NOT EXISTS client_quotas (
+    entity TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (entity, key)
 );
 """
 
@@ -255,6 +263,22 @@ def _acl_row(b: AclBinding) -> tuple[int, str, int, str, str, int, int]:
         int(b.operation),
         int(b.permission),
     )
+
+
+def _quota_entity_json(entity: QuotaEntity) -> str:
+    """A client quota entity as stored: ``{"client-id": null, "user": "alice"}`` (null: the
+    default), keys sorted, so that one entity is always one text."""
+    return json.dumps(dict(entity.parts()), sort_keys=True)
+
+
+def _client_quota(entity: Any, key: Any, value: Any) -> QuotaChange:
+    parts = json.loads(entity)
+    if not (isinstance(parts, dict) and isinstance(key, str) and isinstance(value, float)):
+        raise TypeError(f"row {(entity, key, value)!r}")
+    if not all(isinstance(n, str | None) for n in parts.values()):
+        raise TypeError(f"row {(entity, key, value)!r}")
+    check_quota_value(key, value)
+    return QuotaChange(QuotaEntity.of(parts.items()), key, value)
 
 
 def _read(marker: Path) -> str:
@@ -497,6 +521,32 @@ class SqliteStore:
                 "AND principal = ? AND host = ? AND operation = ? AND permission = ?",
                 [_acl_row(b) for b in removed],
             )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def load_client_quotas(self) -> list[QuotaChange]:
+        """The client quotas stored, each as the change that sets it (a row that cannot be read
+        is skipped, with a warning)."""
+        rows = self._db.execute("SELECT entity, key, value FROM client_quotas ORDER BY entity, key")
+        return list(self._readable("client quota of entity", rows, _client_quota))
+
+    def change_client_quotas(self, changes: Iterable[QuotaChange]) -> None:
+        """Store quotas set (a value) and forget quotas removed (None), in one transaction,
+        synced to disk before it returns (the caller acknowledges the change after)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for change in changes:
+                entity = _quota_entity_json(change.entity)
+                if change.value is None:
+                    db.execute("DELETE FROM client_quotas WHERE entity = ? AND key = ?", (entity, change.key))
+                else:
+                    db.execute(
+                        "INSERT OR REPLACE INTO client_quotas (entity, key, value) VALUES (?, ?, ?)",
+                        (entity, change.key, change.value),
+                    )
         except BaseException:
             db.execute("ROLLBACK")
             raise

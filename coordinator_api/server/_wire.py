@@ -8,12 +8,15 @@ wire version.
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     CreateAclsRequest,
     CreateAclsResponse,
     CreateTopicsRequest,
@@ -24,11 +27,16 @@ from kafka.protocol.admin import (
     DeleteGroupsResponse,
     DescribeAclsRequest,
     DescribeAclsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
     ListGroupsRequest,
     ListGroupsResponse,
 )
+from kafka.protocol.api_header import RequestHeader
 from kafka.protocol.consumer import (
     FetchRequest,
     FetchResponse,
@@ -99,6 +107,12 @@ from coordinator_api.server._messages import (
     SyncGroup,
     SyncGroupResult,
     Topic,
+)
+from coordinator_api.server._quotas import (
+    AlterOutcome,
+    FilterComponent,
+    QuotaAlteration,
+    QuotaEntity,
 )
 from coordinator_api.server.schemas import (
     ConsumerGroupDescribeRequest,
@@ -176,7 +190,9 @@ class HeartbeatCodecCache:
     to, so that a steady heartbeat costs neither a decode nor an encode; the correlation id is
     put in at its fixed place (bytes 4-7 of every request header, and of every framed response
     header). Bounded: payloads up to ``max_payload_bytes``, at most ``max_entries`` of each kind
-    (the oldest go first). The codec still makes every byte: this only remembers its output."""
+    (the oldest go first). The codec still makes every byte: this only remembers its output.
+    An answer to a throttled client (request quotas) carries its throttle time, so it is
+    encoded afresh and not remembered."""
 
     APIS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.GROUP_HEARTBEAT})
 
@@ -196,7 +212,11 @@ class HeartbeatCodecCache:
             self._remember(self._requests, key, found)
         return found
 
-    def response(self, frame: Frame, result: Result) -> bytes:
+    def response(self, frame: Frame, result: Result, throttle_time_ms: int = 0) -> bytes:
+        if throttle_time_ms:
+            response = to_response(frame, result)
+            response.throttle_time_ms = throttle_time_ms
+            return encode(frame, response)
         key = (frame.api_key, frame.api_version, result)
         encoded = self._responses.get(key)
         if encoded is None:
@@ -214,6 +234,28 @@ class HeartbeatCodecCache:
 
 
 _CORRELATION_ID = struct.Struct(">i")
+
+
+def client_id(payload: bytes) -> tuple[str, bytes]:
+    """The client id of a request, read with kafka-python's header class (it comes right after
+    the correlation id, in the same form in every header version), and its field's bytes: a
+    request that starts its header (from byte 8) with them has the same client id. \"\" if
+    null, or if the header cannot be read (the request's own decoding then refuses it)."""
+    read = io.BytesIO(payload)
+    try:
+        header = RequestHeader.decode(read, flexible=False)
+    except Exception:  # kafka-python raises assorted errors on bad bytes
+        return "", b"\xff"  # a field no request starts with: never taken as known
+    return str(header.client_id or ""), payload[8 : read.tell()]
+
+
+def with_throttle_time(frame: Frame, encoded: bytes, throttle_time_ms: int) -> bytes:
+    """An encoded answer (from a cache of encodings) again, carrying ``throttle_time_ms`` where
+    its version has the field: decoded and encoded by kafka-python, as any answer."""
+    api = API_KEYS[ApiKey(frame.api_key)]
+    response = api.response.decode(encoded[4:], version=frame.api_version, header=True)
+    response.throttle_time_ms = throttle_time_ms
+    return encode(frame, response)
 
 
 # --- answered by the shell without the state machine -----------------------------------------
@@ -531,6 +573,110 @@ def delete_acls_response(version: int, results: list[tuple[ErrorCode, str | None
     )
 
 
+#: The client quota APIs (KIP-546), answered by the shell: quotas are not group state.
+QUOTA_APIS = frozenset({ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS})
+
+
+def quota_filter(request: Any) -> tuple[list[FilterComponent], bool]:
+    """A DescribeClientQuotas request's filter components, and whether it is strict."""
+    components = [FilterComponent(c.entity_type, c.match_type, c.match) for c in request.components]
+    return components, bool(request.strict)
+
+
+def describe_client_quotas_response(
+    version: int,
+    error: ErrorCode,
+    message: str | None,
+    found: list[tuple[QuotaEntity, dict[str, float]]] | None,
+) -> Any:
+    """The quotas found; an error answers with no entries (null), as Kafka's does."""
+    entry_cls = DescribeClientQuotasResponse.EntryData
+    return DescribeClientQuotasResponse(
+        version=version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        entries=None
+        if found is None
+        else [
+            entry_cls(
+                entity=[
+                    entry_cls.EntityData(entity_type=entity_type, entity_name=name)
+                    for entity_type, name in entity.parts()
+                ],
+                values=[entry_cls.ValueData(key=key, value=value) for key, value in values.items()],
+            )
+            for entity, values in found
+        ],
+    )
+
+
+def quota_alterations(request: Any) -> list[QuotaAlteration]:
+    """An AlterClientQuotas request's entries, as the client named them."""
+    return [
+        QuotaAlteration(
+            entity=tuple((e.entity_type, e.entity_name) for e in entry.entity),
+            ops=tuple((op.key, float(op.value), bool(op.remove)) for op in entry.ops),
+        )
+        for entry in request.entries
+    ]
+
+
+#: Kafka's ScramMechanism type codes.
+SCRAM_MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+
+
+def scram_users_asked(request: Any) -> list[str] | None:
+    """The users a DescribeUserScramCredentials asks about; None (or none): every user."""
+    return [u.name for u in request.users] if request.users else None
+
+
+def describe_user_scram_credentials_response(
+    version: int,
+    error: ErrorCode,
+    message: str | None,
+    results: list[tuple[str, ErrorCode, str | None, list[tuple[str, int]]]],
+) -> Any:
+    """Per user: its error, and its credentials' (mechanism, iterations)."""
+    result_cls = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+    return DescribeUserScramCredentialsResponse(
+        version=version,
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=message,
+        results=[
+            result_cls(
+                user=user,
+                error_code=user_error,
+                error_message=user_message,
+                credential_infos=[
+                    result_cls.CredentialInfo(
+                        mechanism=SCRAM_MECHANISM_TYPES[mechanism], iterations=iterations
+                    )
+                    for mechanism, iterations in credentials
+                ],
+            )
+            for user, user_error, user_message, credentials in results
+        ],
+    )
+
+
+def alter_client_quotas_response(version: int, outcomes: list[AlterOutcome]) -> Any:
+    entry_cls = AlterClientQuotasResponse.EntryData
+    return AlterClientQuotasResponse(
+        version=version,
+        throttle_time_ms=0,
+        entries=[
+            entry_cls(
+                error_code=o.error,
+                error_message=o.message,
+                entity=[entry_cls.EntityData(entity_type=t, entity_name=n) for t, n in o.entity],
+            )
+            for o in outcomes
+        ],
+    )
+
+
 def not_a_log_response(frame: Frame, request: Any) -> Any:
     """Answer Produce, Fetch or ListOffsets with NOT_A_LOG for every partition asked about."""
     if frame.api_key == ApiKey.PRODUCE:
@@ -823,6 +969,12 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.DESCRIBE_ACLS: _Api(DescribeAclsRequest, DescribeAclsResponse, 1, 3),
     ApiKey.CREATE_ACLS: _Api(CreateAclsRequest, CreateAclsResponse, 1, 3),
     ApiKey.DELETE_ACLS: _Api(DeleteAclsRequest, DeleteAclsResponse, 1, 3),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _Api(DescribeClientQuotasRequest, DescribeClientQuotasResponse, 0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: _Api(AlterClientQuotasRequest, AlterClientQuotasResponse, 0, 1),
+    # Kafka's kafka-configs --describe of users asks for these after their quotas.
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _Api(
+        DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0
+    ),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _Api(
         ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1, _consumer_group_heartbeat
     ),

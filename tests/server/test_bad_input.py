@@ -110,6 +110,9 @@ SUPPORTED = {
     31: (1, 3),
     36: (0, 2),
     42: (0, 2),
+    48: (0, 1),  # DescribeClientQuotas, AlterClientQuotas
+    49: (0, 1),
+    50: (0, 0),  # DescribeUserScramCredentials (kafka-configs --describe of users asks)
     68: (0, 1),
     69: (0, 1),
     10068: (0, 0),  # GroupHeartbeat, this project's own
