@@ -13,13 +13,14 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coordinator_api._errors import ConfigurationError, CoordinatorApiError
 from coordinator_api._plugins import add_plugin_commands, plugins_report
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig, CoordinatorServer, Listener, SaslSettings, TlsSettings
 from coordinator_api.server._listeners import parse_listeners
+from coordinator_api.server._tls import ClientAuth
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -136,22 +137,55 @@ def parse_super_users(text: str) -> tuple[str, ...]:
     return tuple(check_principal(p.strip(), what="super user") for p in text.split(";") if p.strip())
 
 
-def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int]]:
-    """Read a TOML file with a ``[coordinator]`` table of settings and a ``[topics]`` table."""
+# The [server] table of a config file: serve's flags of where and how it listens, each under its
+# flag's name (underscores for dashes) -> the TOML types it takes. A flag given overrides it.
+_SERVER_KEYS: dict[str, tuple[type, ...]] = {
+    "host": (str,),
+    "port": (int,),
+    "listeners": (str, list),
+    "listener_security_protocol_map": (str, list),
+    "advertised_listeners": (str, list),
+    "allow_anonymous": (bool,),
+    "ssl_certfile": (str,),
+    "ssl_keyfile": (str,),
+    "ssl_cafile": (str,),
+    "ssl_client_auth": (str,),
+    "sasl_users_file": (str,),
+    "sasl_mechanisms": (str, list),
+}
+
+
+def load_config_file(path: Path) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+    """Read a TOML file with a ``[coordinator]`` table of settings, a ``[topics]`` table and a
+    ``[server]`` table of listeners and their security (:data:`_SERVER_KEYS`); a list where the
+    flag takes a comma-separated one is joined with commas."""
     try:
         doc = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigurationError(f"cannot read config file {path}: {exc}") from exc
-    unknown = sorted(set(doc) - {"coordinator", "topics"})
+    unknown = sorted(set(doc) - {"coordinator", "topics", "server"})
     if unknown:
         raise ConfigurationError(
-            f"{path}: unknown table(s) {', '.join(unknown)}; expected [coordinator] and [topics]"
+            f"{path}: unknown table(s) {', '.join(unknown)}; expected [coordinator], [topics] and [server]"
         )
     topics = doc.get("topics", {})
     for name, partitions in topics.items():
         if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
             raise ConfigurationError(f"{path}: topic {name!r} needs a positive partition count")
-    return dict(doc.get("coordinator", {})), dict(topics)
+    server: dict[str, Any] = {}
+    for key, given in doc.get("server", {}).items():
+        types = _SERVER_KEYS.get(key)
+        if types is None:
+            raise ConfigurationError(
+                f"{path}: unknown [server] setting {key}; known: {', '.join(sorted(_SERVER_KEYS))}"
+            )
+        if isinstance(given, bool) is not (bool in types) or not isinstance(given, types):
+            expected = " or ".join("a list of strings" if t is list else t.__name__ for t in types)
+            raise ConfigurationError(f"{path}: [server] {key} must be {expected}, got {given!r}")
+        if isinstance(given, list) and not all(isinstance(item, str) for item in given):
+            raise ConfigurationError(f"{path}: [server] {key} must be a list of strings, got {given!r}")
+        server[key] = ",".join(given) if isinstance(given, list) else given
+    return dict(doc.get("coordinator", {})), dict(topics), server
 
 
 # Each setting's flag help; the default is added from CoordinatorConfig.
@@ -176,7 +210,14 @@ def _serve(args: argparse.Namespace) -> int:
     settings: dict[str, Any] = {}
     topics: dict[str, int] = {}
     if args.config is not None:
-        settings, topics = load_config_file(Path(args.config))
+        settings, topics, server_settings = load_config_file(Path(args.config))
+        for key, value in server_settings.items():
+            if getattr(args, key) is None:  # a flag given overrides the file
+                setattr(args, key, value)
+        if args.port is not None and not 0 <= args.port <= 65535:
+            raise ConfigurationError(f"{args.config}: [server] port must be 0..65535, got {args.port}")
+    # TlsSettings refuses any other value in one line.
+    client_auth = cast("ClientAuth", args.ssl_client_auth or "none")
     for name in _SETTING_FLAGS:
         value = getattr(args, name)
         if value is not None:
@@ -196,13 +237,14 @@ def _serve(args: argparse.Namespace) -> int:
             certfile=args.ssl_certfile,
             keyfile=args.ssl_keyfile,
             cafile=args.ssl_cafile,
-            client_auth=args.ssl_client_auth,
+            client_auth=client_auth,
         )
-    elif args.ssl_keyfile or args.ssl_cafile or args.ssl_client_auth != "none":
+    elif args.ssl_keyfile or args.ssl_cafile or client_auth != "none":
         raise ConfigurationError("--ssl-keyfile, --ssl-cafile and --ssl-client-auth need --ssl-certfile")
     sasl = None
     if args.sasl_users_file is not None:
-        mechanisms = tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip())
+        listed = args.sasl_mechanisms or "SCRAM-SHA-256,SCRAM-SHA-512"
+        mechanisms = tuple(m.strip() for m in listed.split(",") if m.strip())
         sasl = SaslSettings(users_file=args.sasl_users_file, mechanisms=mechanisms)
     if args.listeners is None:
         if args.listener_security_protocol_map or args.advertised_listeners:
@@ -215,7 +257,7 @@ def _serve(args: argparse.Namespace) -> int:
                 port=9092 if args.port is None else args.port,
                 tls=tls,
                 sasl=sasl,
-                allow_anonymous=args.allow_anonymous,
+                allow_anonymous=bool(args.allow_anonymous),
             )
         ]
     elif args.host is not None or args.port is not None:
@@ -227,7 +269,7 @@ def _serve(args: argparse.Namespace) -> int:
             advertised=args.advertised_listeners,
             tls=tls,
             sasl=sasl,
-            allow_anonymous=args.allow_anonymous,
+            allow_anonymous=bool(args.allow_anonymous),
         )
     server = CoordinatorServer(
         config=CoordinatorConfig.from_mapping(settings),
@@ -1077,6 +1119,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--allow-anonymous",
         action="store_true",
+        default=None,
         help="accept clients that do not authenticate (no SASL, no required client certificate) on an "
         "address beyond loopback; without it such a listener does not start unless the authorizer "
         "decides what User:ANONYMOUS may do (default: off)",
@@ -1088,7 +1131,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="start empty even though --data-dir held state whose database is missing, empty or damaged "
         "(the old database is kept aside, renamed, never deleted)",
     )
-    serve.add_argument("--config", help="TOML file with [coordinator] settings and [topics]")
+    serve.add_argument(
+        "--config",
+        help="TOML file with [coordinator] settings, [topics] and [server] (listeners, TLS and SASL, "
+        "each under its flag's name); flags override it",
+    )
     serve.add_argument(
         "--ssl-certfile",
         metavar="PEM",
@@ -1109,7 +1156,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--sasl-mechanisms",
-        default="SCRAM-SHA-256,SCRAM-SHA-512",
         metavar="LIST",
         help="sasl.enabled.mechanisms: comma-separated, of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
         "(default SCRAM-SHA-256,SCRAM-SHA-512)",
@@ -1117,7 +1163,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--ssl-client-auth",
         choices=("none", "requested", "required"),
-        default="none",
         help="ssl.client.auth: whether clients must present a certificate signed by --ssl-cafile "
         "(default none)",
     )

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_serve_declares_topics_from_flags_and_config_file(tmp_path: Path) -> None:
     # docs/coordinator.md's config file, as written (events = 12, orders = 6); the flag overrides it.
     config = tmp_path / "coordinator.toml"
-    (example,) = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "coordinator.md").read_text(), re.DOTALL)
+    example = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "coordinator.md").read_text(), re.DOTALL)[0]
     assert "events = 12" in example and "orders = 6" in example
     config.write_text(example)
     process = subprocess.Popen(

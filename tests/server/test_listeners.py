@@ -4,6 +4,8 @@ both; each client is told the addresses of the listener it came in on."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +41,7 @@ from coordinator_api.server._listeners import parse_listeners
 from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users
 
 CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=0)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -285,3 +288,92 @@ def test_serve_refuses_bad_listener_flags_in_one_line(flags: list[str], message:
     assert done.returncode == 2
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_serve_takes_its_listeners_and_their_security_from_the_config_file(
+    pki: dict[str, Path], sasl: SaslSettings, tmp_path: Path
+) -> None:
+    # docs/coordinator.md's [server] table, as written but for free ports, with the page's files.
+    (example,) = [
+        block
+        for block in re.findall(
+            r"```toml\n(.*?)```", (ROOT / "docs" / "coordinator.md").read_text(), re.DOTALL
+        )
+        if block.startswith("[server]")
+    ]
+    (tmp_path / "coordinator.toml").write_text(re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:0", example))
+    shutil.copy(pki["server"], tmp_path / "server.pem")
+    shutil.copy(sasl.users_file, tmp_path / "users.json")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coordinator_api", "serve", "--config", "coordinator.toml"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        internal, external = process.stdout.readline(), process.stdout.readline()
+        assert internal.rstrip().endswith("(listener INTERNAL, PLAINTEXT)"), internal
+        assert external.rstrip().endswith("(listener EXTERNAL, SASL_SSL)"), external
+        admin = KafkaAdminClient(
+            bootstrap_servers=external.split()[3],
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(pki["ca"]),
+            sasl_mechanism="SCRAM-SHA-512",  # the file's only mechanism
+            sasl_plain_username="alice",
+            sasl_plain_password=PASSWORD,
+        )
+        try:
+            assert admin.list_topics() == []
+        finally:
+            admin.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("server_table", "message"),
+    [
+        (
+            'hosts = "127.0.0.1"',
+            "unknown [server] setting hosts; known: advertised_listeners, allow_anonymous",
+        ),
+        ('port = "9092"', "[server] port must be int, got '9092'"),
+        ("allow_anonymous = 1", "[server] allow_anonymous must be bool, got 1"),
+        ("listeners = [1]", "[server] listeners must be a list of strings, got [1]"),
+        ("port = 70000", "[server] port must be 0..65535, got 70000"),
+        (
+            'ssl_client_auth = "maybe"',
+            "--ssl-keyfile, --ssl-cafile and --ssl-client-auth need --ssl-certfile",
+        ),
+    ],
+)
+def test_a_bad_server_table_is_refused_in_one_line(server_table: str, message: str, tmp_path: Path) -> None:
+    config = tmp_path / "coordinator.toml"
+    config.write_text(f"[server]\n{server_table}\n")
+    done = serve("--config", str(config))
+    assert done.returncode == 2
+    assert message in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_flag_overrides_the_server_table(tmp_path: Path) -> None:
+    config = tmp_path / "coordinator.toml"
+    config.write_text('[server]\nhost = "127.0.0.1"\nport = 1\n')  # port 1 would need root
+    process = subprocess.Popen(
+        [sys.executable, "-m", "coordinator_api", "serve", "--config", str(config), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("coordinator listening on 127.0.0.1:") and not line.rstrip().endswith(":1"), (
+            line
+        )
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
