@@ -1,15 +1,16 @@
 """TLS and SASL over TLS on the embedded coordinator against Apache Kafka's broker configured the
-same way: one single-node Kafka cluster with SSL and SASL_SSL listeners (PLAIN, SCRAM-SHA-256,
-SCRAM-SHA-512, one user) and one embedded coordinator with an SSL and a SASL_SSL listener, both
-from the same ``TlsSettings`` (one test CA's PEM files, client certificates requested) and the
-same user.
+same way: one single-node Kafka cluster with SSL, SASL_SSL and SASL_PLAINTEXT listeners (PLAIN,
+SCRAM-SHA-256, SCRAM-SHA-512, one user) and one embedded coordinator with the same three
+listeners, both from the same ``TlsSettings`` (one test CA's PEM files, client certificates
+requested) and the same user.
 
 kafka-python and librdkafka join a group and describe it over each protocol and mechanism and
 see the same answers from both; a wrong password is refused alike (the same error and message,
 and the connection closed); a client that does not trust the CA fails the TLS handshake on both,
 and a client certificate from another CA is refused on both. Apache Kafka's Java consumer
-(JavaMember.java) joins over SASL_SSL with PLAIN and with SCRAM-SHA-512 on both, and a wrong
-password fails it with Kafka's own authentication error and message on both.
+(JavaMember.java) joins over SASL_SSL on both; its admin client (JavaAuthProbe.java) authenticates
+with each mechanism over SASL_PLAINTEXT and SASL_SSL on both, and a wrong password fails it with
+Kafka's own authentication error and message on both.
 
 Two differences are pinned down where they show (both in how a refusal looks, not in what is
 refused): the embedded coordinator also sends the CA's certificate when ``cafile`` holds it, and
@@ -18,7 +19,9 @@ it closes the connection without a TLS alert when it refuses a client certificat
 
 from __future__ import annotations
 
+import json
 import ssl
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -41,7 +44,7 @@ from test_tls import API_VERSIONS_V0
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, Listener, SaslSettings, TlsSettings
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users
-from coordinator_api.testing import KafkaCluster
+from coordinator_api.testing import KafkaCluster, kafka_classpath
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 USER = "alice"
@@ -81,7 +84,11 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     # Client certificates are asked for and checked, not required (ssl.client.auth=requested).
     tls = TlsSettings(certfile=files["server"], cafile=files["ca"], client_auth="requested")
     sasl = SaslSettings(users_file=folder / "users.json", mechanisms=MECHANISMS)
-    listeners = [Listener(name="SSL", tls=tls), Listener(name="SASL_SSL", tls=tls, sasl=sasl)]
+    listeners = [
+        Listener(name="SSL", tls=tls),
+        Listener(name="SASL_SSL", tls=tls, sasl=sasl),
+        Listener(name="SASL_PLAINTEXT", sasl=sasl),
+    ]
     config = CoordinatorConfig(initial_rebalance_delay_ms=0)
     with (
         KafkaCluster(brokers=1, sasl_users={USER: PASSWORD}, tls=tls) as kafka,
@@ -92,8 +99,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
             {
                 ("kafka", "SSL"): kafka.ssl_bootstrap_servers,
                 ("kafka", "SASL_SSL"): kafka.sasl_ssl_bootstrap_servers,
+                ("kafka", "SASL_PLAINTEXT"): kafka.sasl_bootstrap_servers,
                 ("ours", "SSL"): ours.bootstrap_servers_of("SSL"),
                 ("ours", "SASL_SSL"): ours.bootstrap_servers_of("SASL_SSL"),
+                ("ours", "SASL_PLAINTEXT"): ours.bootstrap_servers_of("SASL_PLAINTEXT"),
             },
             files,
         )
@@ -289,40 +298,64 @@ def java_member(
     )
 
 
-def test_apache_kafkas_java_consumer_authenticates_over_sasl_ssl_alike(secured: Secured) -> None:
-    """Every Java member at once (a JVM each starts slowly): one per server and mechanism, alone
-    in its group, which must get the whole topic; and one per server with a wrong password,
-    which must end with Kafka's authentication error."""
+def test_apache_kafkas_java_consumer_joins_over_sasl_ssl_alike(secured: Secured) -> None:
+    """A Java consumer per server (a JVM each starts slowly, so both at once), alone in its
+    group over SASL_SSL with SCRAM-SHA-512, gets the whole topic; authentication with every
+    mechanism, and its refusal, is the next test's (one JVM for every case)."""
     joining = [
-        java_member(secured, server, f"{server}-{mechanism}", f"java-{mechanism}", mechanism)
-        for server in SERVERS
-        for mechanism in ("PLAIN", "SCRAM-SHA-512")
+        java_member(secured, server, f"{server}-java", "java-sasl-ssl", "SCRAM-SHA-512") for server in SERVERS
     ]
-    refused = {
-        server: java_member(secured, server, f"{server}-wrong", "java-wrong", "SCRAM-SHA-256", "wrong-pass")
-        for server in SERVERS
-    }
-    with running_members([*joining, *refused.values()]):
+    with running_members(joining):
         wait_for(
             lambda: all(m.owned == {0, 1} for m in joining),
             90,
             "each Java member to get the whole topic over SASL_SSL",
         )
-        wait_for(lambda: all(m.events("error") for m in refused.values()), 90, "the wrong passwords to fail")
-        errors = {
-            server: [(e["error"], e["message"]) for e in m.events("error")] for server, m in refused.items()
-        }
-    assert (
-        errors["ours"]
-        == errors["kafka"]
-        == [
-            (
-                "SaslAuthenticationException",
-                f"{SCRAM_FAILED} SCRAM-SHA-256",
+    assert all(not m.events("error") for m in joining)
+
+
+PROBE = Path(__file__).with_name("JavaAuthProbe.java")
+
+
+def test_the_java_client_authenticates_with_each_mechanism_over_tls_and_without_alike(
+    secured: Secured,
+) -> None:
+    """Kafka's Java admin client, one JVM for every case (JavaAuthProbe.java): each mechanism
+    over SASL_PLAINTEXT and SASL_SSL on both servers describes the cluster and lists the groups;
+    a wrong password fails alike on both, with Kafka's own exception and message."""
+    cases = []
+    for server in SERVERS:
+        for protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            ca = str(secured.files["ca"]) if protocol == "SASL_SSL" else ""
+            bootstrap = secured.bootstrap[server, protocol]
+            for mechanism in MECHANISMS:
+                cases.append(
+                    [f"{server} {protocol} {mechanism}", bootstrap, protocol, mechanism, USER, PASSWORD, ca]
+                )
+            cases.append(
+                [f"{server} {protocol} wrong", bootstrap, protocol, "SCRAM-SHA-512", USER, "wrong", ca]
             )
-        ]
+    java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
+    done = subprocess.run(
+        [*java, "-cp", kafka_classpath(), str(PROBE)],
+        input="".join("\t".join(case) + "\n" for case in cases),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
-    assert not any(m.events("assigned") for m in refused.values())
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The client library may log to standard output too: the probe's lines are its JSON objects.
+    lines = [line for line in done.stdout.splitlines() if line.startswith('{"label": ')]
+    results = {r["label"]: r for r in map(json.loads, lines)}
+    assert set(results) == {case[0] for case in cases}, done.stdout
+    for server in SERVERS:
+        for protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            for mechanism in MECHANISMS:
+                assert results[f"{server} {protocol} {mechanism}"]["ok"] is True, results
+            wrong = results[f"{server} {protocol} wrong"]
+            assert (wrong["ok"], wrong["error"]) == (False, "SaslAuthenticationException"), wrong
+            assert wrong["message"] == f"{SCRAM_FAILED} SCRAM-SHA-512", wrong
 
 
 def handshake_with(bootstrap: str, cafile: Path, certfile: Path | None) -> tuple[str, str]:
