@@ -567,6 +567,46 @@ def _groups_reset_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _groups_delete_offsets(args: argparse.Namespace) -> int:
+    from kafka.errors import KafkaError
+
+    from coordinator_api._inspect import (
+        DELETE_OFFSETS_COLUMNS,
+        OFFSET_DELETE_HINTS,
+        delete_offsets,
+        deletion_rows,
+    )
+
+    try:
+        deletions = delete_offsets(args.bootstrap_server, args.group, args.topic, timeout_ms=args.timeout_ms)
+    except KafkaError as exc:
+        raise _server_error(args, exc) from exc
+    if args.json:
+        document = {
+            "group_id": args.group,
+            "offsets": [{"topic": d.topic, "partition": d.partition, "error": d.error} for d in deletions],
+        }
+        print(json.dumps(document, indent=2))
+    else:
+        _print_table(DELETE_OFFSETS_COLUMNS, deletion_rows(deletions))
+    # The partitions refused, by refusal, named as --topic names them (t:0,1 and u:0).
+    refused: dict[str, dict[str, list[str]]] = {}
+    for d in deletions:
+        if d.error is not None:
+            refused.setdefault(d.error, {}).setdefault(d.topic, []).append(str(d.partition))
+    if refused:
+        raise CoordinatorApiError(
+            "; ".join(
+                f"cannot delete the offsets of group {args.group!r} of "
+                + " and ".join(f"{topic}:{','.join(parts)}" for topic, parts in where.items())
+                + f": {error}"
+                + (f" ({OFFSET_DELETE_HINTS[error]})" if error in OFFSET_DELETE_HINTS else "")
+                for error, where in refused.items()
+            )
+        )
+    return 0
+
+
 def _admin_client(args: argparse.Namespace, client_id: str, **settings: Any) -> Any:
     """kafka-python's admin client for ``--bootstrap-server``, bounded by ``--timeout-ms``."""
     from kafka.admin import KafkaAdminClient
@@ -915,17 +955,17 @@ def _plugins(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-GROUPS_COMMANDS = ("list", "describe", "delete", "reset-offsets")
+GROUPS_COMMANDS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 
 
 def _add_groups_commands(commands: Any, anywhere: list[argparse.ArgumentParser]) -> None:
     groups = commands.add_parser(
         "groups",
-        help="list, describe, delete groups and reset their offsets (kafka-consumer-groups)",
+        help="list, describe, delete groups and reset or delete their offsets (kafka-consumer-groups)",
         description="The groups of the embedded coordinator or of any Kafka cluster, of every protocol "
         "type, as kafka-consumer-groups shows consumer groups. `groups` alone lists them and "
-        "`groups GROUP` describes one; a group named list, describe, delete or reset-offsets needs "
-        "`groups describe GROUP`.",
+        "`groups GROUP` describes one; a group named list, describe, delete, reset-offsets or "
+        "delete-offsets needs `groups describe GROUP`.",
         parents=anywhere,
     )
     actions = groups.add_subparsers(
@@ -1017,6 +1057,27 @@ def _add_groups_commands(commands: Any, anywhere: list[argparse.ArgumentParser])
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the plan")
     reset.set_defaults(func=_groups_reset_offsets)
+
+    forget = actions.add_parser(
+        "delete-offsets",
+        help="delete a group's committed offsets of topics its members do not subscribe to",
+        description="Delete committed offsets of a group (OffsetDelete), as kafka-consumer-groups "
+        "--delete-offsets does, and print each partition: deleted, or why not. A partition of a "
+        "topic the group's members subscribe to is refused (GROUP_SUBSCRIBED_TO_TOPIC), and so is a "
+        "group with members of another protocol than Kafka's consumer protocol (NON_EMPTY_GROUP): "
+        "exit status 2.",
+        parents=[*anywhere, server],
+    )
+    forget.add_argument("group", help="the group whose offsets to delete")
+    forget.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        type=_partition_spec,
+        metavar="TOPIC[:P,P...]",
+        help="a topic, all its partitions or those listed (repeatable)",
+    )
+    forget.set_defaults(func=_groups_delete_offsets)
 
 
 def _groups_shorthand(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:

@@ -1,5 +1,5 @@
 """Looking at groups from outside: list them, describe one with its payloads in words, show its
-committed offsets, delete groups, reset offsets (``coordinator-api groups``).
+committed offsets, delete groups, reset or delete offsets (``coordinator-api groups``).
 
 Works against the embedded coordinator and a Kafka cluster alike (ListGroups, FindCoordinator,
 DescribeGroups over kafka-python's connections). kafka-python's own admin client reads every
@@ -10,9 +10,9 @@ protocol type), else by ConsumerGroupDescribe (Kafka 4's consumer groups).
 
 Offsets go through kafka-python's admin client: OffsetFetch, ListOffsets (routed to each
 partition's leader), OffsetCommit with generation -1 and no member id (what Kafka's
-``kafka-consumer-groups --reset-offsets`` sends) and DeleteGroups. The embedded coordinator keeps
-no log and answers ListOffsets with INVALID_REQUEST: there, log-end offsets and lag are unknown
-(None), and resets to the earliest or latest offset raise :class:`NoLogError`.
+``kafka-consumer-groups --reset-offsets`` sends), OffsetDelete and DeleteGroups. The embedded
+coordinator keeps no log and answers ListOffsets with INVALID_REQUEST: there, log-end offsets and
+lag are unknown (None), and resets to the earliest or latest offset raise :class:`NoLogError`.
 """
 
 from __future__ import annotations
@@ -543,6 +543,85 @@ def _kafka_name(result: str) -> str | None:
     error = getattr(kafka.errors, result, None)
     message = getattr(error, "message", None)
     return message if isinstance(message, str) else result
+
+
+@dataclass(frozen=True)
+class OffsetDeletion:
+    """One partition of ``coordinator-api groups delete-offsets``."""
+
+    topic: str
+    partition: int
+    error: str | None  # Kafka's name of the refusal (GROUP_SUBSCRIBED_TO_TOPIC); None: deleted
+
+
+DELETE_OFFSETS_COLUMNS = ("TOPIC", "PARTITION", "STATUS")
+
+
+def deletion_rows(deletions: Iterable[OffsetDeletion]) -> list[tuple[str, ...]]:
+    """One row per partition, in :data:`DELETE_OFFSETS_COLUMNS`: ``deleted``, or the refusal."""
+    return [(d.topic, str(d.partition), d.error or "deleted") for d in deletions]
+
+
+class OffsetDeleteRefused(CoordinatorApiError):
+    """The coordinator refused a whole OffsetDelete; :attr:`error` is Kafka's name for why."""
+
+    def __init__(self, message: str, error: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+#: What each refusal of an OffsetDelete means for whoever asked.
+OFFSET_DELETE_HINTS = {
+    "GROUP_ID_NOT_FOUND": "no such group",
+    "NON_EMPTY_GROUP": "it has members, and not of the consumer protocol: stop them first",
+    "GROUP_SUBSCRIBED_TO_TOPIC": "the group's members subscribe to the topic: stop them first",
+}
+
+
+def delete_offsets(
+    bootstrap_servers: str,
+    group_id: str,
+    topics: Sequence[tuple[str, tuple[int, ...] | None]],
+    *,
+    timeout_ms: int = 10_000,
+) -> list[OffsetDeletion]:
+    """Delete ``group_id``'s committed offsets of the partitions named (OffsetDelete), as Kafka's
+    ``kafka-consumer-groups --delete-offsets`` does: a partition of a topic the group's members
+    subscribe to is refused (GROUP_SUBSCRIBED_TO_TOPIC), the others are deleted.
+
+    :param topics: each topic with the partitions whose offsets to delete (None: all of them).
+    :returns: each partition, sorted, with its refusal or None.
+    :raises OffsetDeleteRefused: the coordinator refused the request as a whole (no such group; a
+        group with members of another protocol than the consumer protocol; not authorized).
+    :raises CoordinatorApiError: an unknown topic or partition (nothing is deleted then).
+    """
+    with _admin(bootstrap_servers, timeout_ms) as admin:
+        keys = _partitions(admin, bootstrap_servers, topics)
+        try:
+            answered = admin.delete_group_offsets(group_id, [TopicPartition(t, p) for t, p in keys])
+        except kafka.errors.BrokerResponseError as exc:
+            if not exc.errno:
+                raise
+            name = type(exc).message
+            hint = OFFSET_DELETE_HINTS.get(name)
+            raise OffsetDeleteRefused(
+                f"cannot delete the offsets of group {group_id!r}: {name}" + (f" ({hint})" if hint else ""),
+                name,
+            ) from exc
+    return [
+        OffsetDeletion(topic, partition, _kafka_error(answered.get(TopicPartition(topic, partition))))
+        for topic, partition in keys
+    ]
+
+
+def _kafka_error(error: Any) -> str | None:
+    """kafka-python's error class -> None for NoError, else Kafka's name for it."""
+    if error is None:
+        return "UNKNOWN_SERVER_ERROR"  # not answered for
+    if error is kafka.errors.NoError:
+        return None
+    message = getattr(error, "message", None)
+    return message if isinstance(message, str) else error.__name__
 
 
 ResetTarget = Literal["earliest", "latest"] | int

@@ -134,6 +134,8 @@ def test_version_and_global_flags_before_or_after_the_command() -> None:
             "one of the arguments --to-earliest --to-latest --to-offset is required",
         ),
         (["groups", "reset-offsets", "g", "--to-latest"], "the following arguments are required: --topic"),
+        (["groups", "delete-offsets", "g"], "the following arguments are required: --topic"),
+        (["groups", "delete-offsets", "g", "--topic", ":1"], "argument --topic: ':1' names no topic"),
         (
             ["groups", "reset-offsets", "g", "--topic", "t", "--to-offset", "-1"],
             "argument --to-offset: -1 is out of range: give a number from 0 to 9223372036854775807",
@@ -168,7 +170,13 @@ def test_every_flag_of_every_command_has_help() -> None:
                     walk(f"{name} {sub}".strip(), parser)
 
     walk("", build_parser())
-    assert {"groups list", "groups describe", "groups delete", "groups reset-offsets"} <= set(walked)
+    assert {
+        "groups list",
+        "groups describe",
+        "groups delete",
+        "groups reset-offsets",
+        "groups delete-offsets",
+    } <= set(walked)
 
 
 def test_groups_against_no_server_says_so_in_one_line_within_seconds() -> None:
@@ -182,6 +190,7 @@ def test_groups_against_no_server_says_so_in_one_line_within_seconds() -> None:
         ["describe", "g", "--offsets"],
         ["delete", "g"],
         ["reset-offsets", "g", "--topic", "t", "--to-offset", "1"],
+        ["delete-offsets", "g", "--topic", "t"],
     ):
         result = cli("groups", *action, "--bootstrap-server", "127.0.0.1:9", "--timeout-ms", "300")
         assert result.returncode == 2
@@ -482,6 +491,16 @@ def test_groups_list_describe_delete_and_reset_offsets_on_the_embedded_coordinat
                 "coordinator-api: error: cannot delete group 'readers': NON_EMPTY_GROUP (it has "
                 "members: stop them first)"
             )
+            # The member subscribes to t: its offsets stay (OffsetDelete), all in the table.
+            kept = cli("groups", "delete-offsets", "readers", "--topic", "t:0,1", *server)
+            assert (kept.returncode, kept.stdout) == (
+                2,
+                "t\t0\tGROUP_SUBSCRIBED_TO_TOPIC\nt\t1\tGROUP_SUBSCRIBED_TO_TOPIC\n",
+            )
+            assert kept.stderr == (
+                "coordinator-api: error: cannot delete the offsets of group 'readers' of t:0,1: "
+                "GROUP_SUBSCRIBED_TO_TOPIC (the group's members subscribe to the topic: stop them first)\n"
+            )
             assert committed(bootstrap, "readers") == {("t", 0): 5, ("t", 1): 7}
         finally:
             member.close()
@@ -509,6 +528,17 @@ def test_groups_list_describe_delete_and_reset_offsets_on_the_embedded_coordinat
             ],
         }
         assert committed(bootstrap, "readers") == {("t", 0): 3, ("t", 1): 3, ("t", 2): 3}
+        # Without members nothing is subscribed to: the offsets go.
+        forgotten = cli("groups", "delete-offsets", "readers", "--topic", "t:1", "--json", *server)
+        assert (forgotten.returncode, json.loads(forgotten.stdout)) == (
+            0,
+            {"group_id": "readers", "offsets": [{"topic": "t", "partition": 1, "error": None}]},
+        )
+        assert committed(bootstrap, "readers") == {("t", 0): 3, ("t", 2): 3}
+        assert error_line(cli("groups", "delete-offsets", "nobody", "--topic", "t", *server)) == (
+            "coordinator-api: error: cannot delete the offsets of group 'nobody': GROUP_ID_NOT_FOUND "
+            "(no such group)"
+        )
         created = cli(
             "groups", "reset-offsets", "list", "--topic", "t:1", "--to-offset", "9", "--execute", *server
         )
@@ -537,14 +567,15 @@ def test_the_groups_examples_of_the_guide_run_as_written() -> None:
     block = re.search(r"```sh\n(.*?)```", section, re.DOTALL)
     assert block is not None
     commands = [shlex.split(line.split("#", 1)[0]) for line in block[1].splitlines()]
-    assert all(argv[:2] == ["coordinator-api", "groups"] for argv in commands) and len(commands) == 9
+    assert all(argv[:2] == ["coordinator-api", "groups"] for argv in commands) and len(commands) == 10
     with EmbeddedCoordinator(topics={"events": 12}) as coordinator:
         printed = [cli(*argv[1:], "--bootstrap-server", coordinator.bootstrap_servers) for argv in commands]
     assert [(p.returncode, p.stderr) for p in printed] == [(0, "")] * len(commands)
     assert printed[0].stdout == printed[1].stdout == "events\t0\t-\t5\nevents\t1\t-\t5\n"
     assert printed[2].stdout == "my-group\t-\tEmpty\n"
     assert json.loads(printed[7].stdout)["offsets"][1]["committed_offset"] == 5
-    assert printed[8].stdout == "deleted group my-group\n"
+    assert printed[8].stdout == "events\t0\tdeleted\n"  # delete-offsets: events 1 stays
+    assert printed[9].stdout == "deleted group my-group\n"
 
 
 def test_groups_offsets_show_lag_and_reset_to_the_log_on_kafka(kafka: KafkaCluster) -> None:

@@ -1,11 +1,11 @@
 """The embedded coordinator: a Kafka-protocol server for group coordination on one machine.
 
 It speaks Kafka's wire protocol for ApiVersions, Metadata, FindCoordinator, the classic group
-APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), offsets (OffsetCommit, OffsetFetch) and
-group and topic administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics) and
-ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with ``CoordinatorConfig(authorizer=True)``), so
-any Kafka client can use it for group membership. It is a coordinator, not a log: Produce,
-Fetch and ListOffsets are answered with an error.
+APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), offsets (OffsetCommit, OffsetFetch,
+OffsetDelete), group and topic administration (ListGroups, DescribeGroups, DeleteGroups,
+CreateTopics) and ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with
+``CoordinatorConfig(authorizer=True)``), so any Kafka client can use it for group membership.
+It is a coordinator, not a log: Produce, Fetch and ListOffsets are answered with an error.
 """
 
 from coordinator_api._protocol import ErrorCode

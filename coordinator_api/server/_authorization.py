@@ -31,6 +31,9 @@ ConsumerGroupDescribe,     a consumer group with a topic without TOPIC DESCRIBE 
 GroupDescribe              assignment or target assignment is answered TOPIC_AUTHORIZATION_FAILED
                            (ConsumerGroupDescribe); refused groups first, then the others
 DeleteGroups               GROUP DELETE per group; the refused groups after the others
+OffsetDelete               GROUP DELETE (else GROUP_AUTHORIZATION_FAILED for the request), then
+                           TOPIC READ per topic (else its partitions TOPIC_AUTHORIZATION_FAILED,
+                           answered with the unknown partitions, before the others)
 ConsumerGroupHeartbeat,    GROUP READ; a consumer group's subscribed topic names each need
 GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZATION_FAILED;
                            a regex gives the member only topics it may DESCRIBE (its
@@ -75,6 +78,8 @@ from coordinator_api.server._messages import (
     ListGroupsResult,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
     OffsetFetch,
     OffsetFetchResult,
     Request,
@@ -147,6 +152,8 @@ def authorize_request(who: Requester, request: Request) -> Refused | Admitted:
         return _consumer_group_describe(who, request)
     if isinstance(request, DeleteGroups):
         return _delete_groups(who, request)
+    if isinstance(request, OffsetDelete):
+        return _offset_delete(who, request)
     return _create_topics(who, request)
 
 
@@ -197,6 +204,8 @@ def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:
 def offset_fetch(who: Requester, request: OffsetFetch) -> Refused | Admitted:
     """OffsetFetch of one group (v8+ asks for several: the shell asks this for each)."""
     if not who.may(DESCRIBE, GROUP, request.group_id):
+        # Each partition asked for carries the group's error too, for v0 and v1, which have no
+        # group error field; from v2 the codec answers the group's error alone, as Kafka does.
         refused = tuple(
             FetchedOffset(topic=t, partition=p, offset=-1, leader_epoch=-1, metadata="", error=GROUP_REFUSED)
             for t, p in request.partitions or ()
@@ -324,6 +333,32 @@ def _delete_groups(who: Requester, request: DeleteGroups) -> Refused | Admitted:
         return DeleteGroupsResult(results=result.results + errors)
 
     return Admitted(DeleteGroups(group_ids=admitted), merge)
+
+
+def _offset_delete(who: Requester, request: OffsetDelete) -> Refused | Admitted:
+    if not who.may(DELETE, GROUP, request.group_id):
+        return Refused(OffsetDeleteResult(error=GROUP_REFUSED))
+    readable = {topic: who.may(READ, TOPIC, topic) for topic, _ in request.partitions}
+    if all(readable.values()):
+        return Admitted(request)
+    refused = tuple((t, p, TOPIC_REFUSED) for t, p in request.partitions if not readable[t])
+    first_asked: dict[str, int] = {}
+    for topic, _ in request.partitions:
+        first_asked.setdefault(topic, len(first_asked))
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, OffsetDeleteResult)
+        if result.error is not ErrorCode.NONE:
+            return result  # a group-level error is the whole answer, as on Kafka
+        # KafkaApis answers the partitions it refuses or does not know before it asks the group
+        # coordinator, in the request's order of topics; the coordinator's answers follow.
+        unknown = tuple(e for e in result.partitions if e[2] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        early = sorted(refused + unknown, key=lambda e: first_asked[e[0]])
+        rest = tuple(e for e in result.partitions if e[2] is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return OffsetDeleteResult(error=ErrorCode.NONE, partitions=(*early, *rest))
+
+    admitted = tuple((t, p) for t, p in request.partitions if readable[t])
+    return Admitted(dataclasses.replace(request, partitions=admitted), merge)
 
 
 def _create_topics(who: Requester, request: Request) -> Refused | Admitted:

@@ -299,6 +299,16 @@ class ConsumerGroups:
             return ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE
 
+    def subscribed_topics(self, group_id: str) -> frozenset[str]:
+        """What the group's members subscribe to, as Kafka's ``ModernGroup.isSubscribedToTopic``
+        reads it: every topic a member names, and those its regex gives it (for a group of
+        another protocol type, the resource groups its members declare)."""
+        group = self._groups[group_id]
+        subscribed: set[str] = set()
+        for member in group.members.values():
+            subscribed |= member.topics | self._subscribed_topics(group, member)
+        return frozenset(subscribed)
+
     def delete(self, group_id: str) -> ErrorCode:
         """Forget an empty group (DeleteGroups); NON_EMPTY_GROUP while it has members."""
         group = self._groups.get(group_id)
@@ -313,7 +323,7 @@ class ConsumerGroups:
         group = self._groups.get(group_id)
         if group is None:
             return DescribedConsumerGroup(
-                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"group {group_id} not found"
+                group_id=group_id, error=ErrorCode.GROUP_ID_NOT_FOUND, message=f"Group {group_id} not found."
             )
         return DescribedConsumerGroup(
             group_id=group_id,

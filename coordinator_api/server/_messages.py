@@ -178,6 +178,23 @@ class OffsetFetchResult:
     offsets: tuple[FetchedOffset, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class OffsetDelete:
+    """An OffsetDelete request: forget the group's committed offsets of these partitions."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OffsetDeleteResult:
+    """A group-level error (nothing deleted, no partition listed), or each partition's error in
+    the order Kafka answers them (NONE: deleted, or there was nothing to delete)."""
+
+    error: ErrorCode
+    partitions: tuple[tuple[str, int, ErrorCode], ...] = ()
+
+
 # --- administration -------------------------------------------------------------------
 
 
@@ -383,6 +400,7 @@ Request = (
     | LeaveGroup
     | OffsetCommit
     | OffsetFetch
+    | OffsetDelete
     | ListGroups
     | DescribeGroups
     | DeleteGroups
@@ -397,6 +415,7 @@ Result = (
     | LeaveGroupResult
     | OffsetCommitResult
     | OffsetFetchResult
+    | OffsetDeleteResult
     | ListGroupsResult
     | DescribeGroupsResult
     | DeleteGroupsResult
@@ -497,6 +516,14 @@ class OffsetsExpired:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OffsetsDeleted:
+    """Committed offsets of a group that an OffsetDelete removed."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ConsumerGroupDowngraded:
     """A consumer group of the incremental protocol became a classic group (its classic record
     is written beside this); its offsets stay."""
@@ -511,6 +538,7 @@ StoreWrite = (
     | GroupDeleted
     | OffsetsCommitted
     | OffsetsExpired
+    | OffsetsDeleted
     | Topic
 )
 
@@ -520,7 +548,7 @@ class MembershipEvent:
     """One membership change, for structured logs and observers."""
 
     # joined, left, expired, removed, fenced, rejected, rebalance, generation, assigned, emptied,
-    # deleted, offsets-expired
+    # deleted, offsets-expired, offsets-deleted
     kind: str
     group_id: str
     generation_id: int

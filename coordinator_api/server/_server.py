@@ -626,6 +626,7 @@ class CoordinatorServer:
                     name = by_id.get(topic_id.bytes)
                 if name is not None and not who.may(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                     refused.add(name)
+        not_created: set[str] = set()
         if self.config.auto_create_topics and message.topics:
             allowed = frame.api_version < 4 or message.allow_auto_topic_creation
             may_create_any = who is None or who.may(AclOperation.CREATE, ResourceType.CLUSTER)
@@ -637,7 +638,7 @@ class CoordinatorServer:
                     ):
                         self.create_topic(name, self.config.default_num_partitions)
                     else:
-                        refused.add(name)  # auto-creation needs CREATE, as on Kafka
+                        not_created.add(name)  # auto-creation needs CREATE, as on Kafka
         topics: dict[str, Topic] = {t.name: t for t in self.state.topics()}
         if who is not None and every_topic:
             # Every topic: those the client may not describe are left out.
@@ -655,6 +656,7 @@ class CoordinatorServer:
                 port=self.ports[conn.listener.name],
                 cluster_id=self.config.cluster_id,
                 refused=frozenset(refused),
+                creation_refused=frozenset(not_created),
             )
 
         if every_topic and who is None:

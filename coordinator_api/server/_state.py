@@ -49,6 +49,11 @@ States and transitions::
 * Offset commits are fenced: from a group member the generation and member id must be current
   (a zombie gets UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION); commits with generation -1 are only
   accepted while the group is Empty (a group that only stores offsets).
+* Offsets are deleted (OffsetDelete) as Kafka's OffsetMetadataManager.deleteOffsets deletes
+  them: never those of a topic the group's members subscribe to (a classic consumer group's
+  subscriptions are those its members had when its generation began), and nothing of a classic
+  group with members of another protocol type. A group an OffsetDelete leaves with neither
+  offsets nor members is deleted at the next retention check.
 
 The machine never reads a clock or touches I/O: every entry point takes ``now_ms`` and returns
 :class:`Effects`. ``next_deadline()`` tells the shell when to call :meth:`expire` next.
@@ -108,9 +113,12 @@ from coordinator_api.server._messages import (
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
     OffsetFetch,
     OffsetFetchResult,
     OffsetsCommitted,
+    OffsetsDeleted,
     OffsetsExpired,
     Request,
     SyncGroup,
@@ -228,6 +236,10 @@ class _Group:
     expire_at: dict[tuple[str, int], int] = field(default_factory=dict)
     initial_delay_remaining_ms: int = 0
     new_member_added: bool = False
+    # Each member's metadata for the protocol chosen when the current generation began: what
+    # Kafka reads the group's subscriptions from (ClassicGroup.subscribedTopics, OffsetDelete).
+    # None before the first generation.
+    generation_metadata: tuple[bytes, ...] | None = None
 
     def max_rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -273,6 +285,11 @@ class _Group:
 
     def all_joined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join is not None for m in self.members.values())
+
+    def begin_generation(self) -> None:
+        """Remember the members' metadata of the generation the group has just begun."""
+        protocol = self.protocol_name
+        self.generation_metadata = tuple(m.metadata_for(protocol) for m in self.members.values())
 
     def snapshot(self) -> GroupSnapshot:
         return GroupSnapshot(
@@ -329,6 +346,7 @@ class GroupCoordinator:
         self._stores_state = stores_state
         self._new_member_id = member_id_factory
         self._new_topic_id = topic_id_factory
+        self._classic_payloads = classic_payloads
         self._groups: dict[str, _Group] = {}
         self._topics: dict[str, Topic] = {}
         self._consumer_groups = ConsumerGroups(
@@ -350,6 +368,9 @@ class GroupCoordinator:
         # Held ConsumerGroupHeartbeats by group id, then member id.
         self._held_group_heartbeats: dict[str, dict[str, _HeldGroupHeartbeat]] = {}
         self._offset_check_at: int | None = None  # the next retention check, while offsets exist
+        # Groups an OffsetDelete left without offsets: deleted at the next retention check if
+        # they have no members then either.
+        self._offsets_deleted: set[str] = set()
 
     # --- restoring durable state ---------------------------------------------------------
 
@@ -380,6 +401,7 @@ class GroupCoordinator:
             if snap.leader_id in group.members:
                 group.leader_id = snap.leader_id
             group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+            group.begin_generation()
             self._groups[group.group_id] = group
         for group_id, committed in offsets:
             group = self._groups.setdefault(group_id, _Group(group_id))
@@ -433,6 +455,8 @@ class GroupCoordinator:
             fx.replies.append((ref, commit))
         elif isinstance(request, OffsetFetch):
             fx.replies.append((ref, self._offset_fetch(request)))
+        elif isinstance(request, OffsetDelete):
+            fx.replies.append((ref, self._offset_delete(request, now_ms, fx)))
         elif isinstance(request, ListGroups):
             fx.replies.append((ref, self._list_groups(request)))
         elif isinstance(request, DescribeGroups):
@@ -454,7 +478,8 @@ class GroupCoordinator:
         return fx
 
     def _describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
-        """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found."""
+        """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found, and
+        a classic group is said to be one (Kafka's ``GroupMetadataManager.consumerGroup``)."""
         if group_id in self._consumer_groups:
             protocol_type = self._consumer_groups.protocol_type(group_id)
             if protocol_type != PROTOCOL_TYPE:
@@ -463,6 +488,12 @@ class GroupCoordinator:
                     error=ErrorCode.GROUP_ID_NOT_FOUND,
                     message=f"Group {group_id} is a {protocol_type} group, not a consumer group.",
                 )
+        elif group_id in self._groups:
+            return DescribedConsumerGroup(
+                group_id=group_id,
+                error=ErrorCode.GROUP_ID_NOT_FOUND,
+                message=f"Group {group_id} is not a consumer group.",
+            )
         return self._consumer_groups.describe(group_id)
 
     def _consumer_group_heartbeat(
@@ -549,6 +580,7 @@ class GroupCoordinator:
             self._add_member_record(group, _Member.from_snapshot(snap), now_ms)
         group.protocol_name = group.select_protocol()
         group.state = GroupState.STABLE
+        group.begin_generation()
         fx.writes.extend([ConsumerGroupDowngraded(group_id=group_id), group.snapshot()])
         self._prepare_rebalance(
             group, now_ms, fx, "the last member of the consumer protocol left: classic again"
@@ -1074,10 +1106,12 @@ class GroupCoordinator:
             group.empty_since_ms = now_ms
             group.protocol_name = None
             group.leader_id = None
+            group.begin_generation()
             fx.writes.append(group.snapshot())
             self._event(fx, "emptied", group)
             return
         group.protocol_name = group.select_protocol()
+        group.begin_generation()
         group.state = GroupState.COMPLETING_REBALANCE
         group.pending_sync = set(group.members)
         group.sync_deadline = now_ms + group.max_rebalance_timeout_ms()
@@ -1429,7 +1463,11 @@ class GroupCoordinator:
         an offset with an expiry of its own (OffsetCommit v2-4) goes at it; a group with members
         (classic, or a consumer group of the incremental protocol) keeps the rest; an Empty
         group's go ``offsets_retention_ms`` after it became Empty, those of a group that only
-        ever stored offsets that long after each commit. A group left with nothing is deleted."""
+        ever stored offsets that long after each commit. A group left with nothing is deleted,
+        and so is one whose offsets an OffsetDelete removed, if it has no members."""
+        emptied, self._offsets_deleted = self._offsets_deleted, set()
+        for group_id in sorted(emptied):
+            self._forget_emptied(group_id, fx)
         retention = self._config.offsets_retention_ms
         for group in list(self._groups.values()):
             if not group.offsets:
@@ -1486,6 +1524,88 @@ class GroupCoordinator:
                 )
             )
         return OffsetFetchResult(error=ErrorCode.NONE, offsets=tuple(offsets))
+
+    def _offset_delete(self, req: OffsetDelete, now_ms: int, fx: Effects) -> OffsetDeleteResult:
+        """Kafka's OffsetMetadataManager.deleteOffsets, with KafkaApis' checks of the partitions
+        (the shell has left out those of topics the client may not read).
+
+        A group that does not exist is GROUP_ID_NOT_FOUND; a classic group with members that is
+        not a consumer-protocol group is NON_EMPTY_GROUP (nothing deleted, no partition listed).
+        Otherwise each partition is answered: UNKNOWN_TOPIC_OR_PARTITION for one that does not
+        exist (these first, as KafkaApis answers them before asking the coordinator), then
+        GROUP_SUBSCRIBED_TO_TOPIC for a topic the group's members subscribe to, NONE for the
+        others, whose offsets are deleted. A group left with neither offsets nor members is
+        deleted at the next retention check, as Kafka's coordinator deletes an empty group
+        without offsets (GroupCoordinatorShard.cleanupGroupMetadata)."""
+        if not req.group_id:
+            return OffsetDeleteResult(error=ErrorCode.INVALID_GROUP_ID)
+        group = self._groups.get(req.group_id)
+        consumer_group = req.group_id in self._consumer_groups
+        subscribed: frozenset[str] | None
+        if consumer_group:
+            subscribed = self._consumer_groups.subscribed_topics(req.group_id)
+        elif group is None:
+            return OffsetDeleteResult(error=ErrorCode.GROUP_ID_NOT_FOUND)
+        elif group.state is GroupState.EMPTY:
+            subscribed = frozenset()
+        elif group.protocol_type != PROTOCOL_TYPE:
+            return OffsetDeleteResult(error=ErrorCode.NON_EMPTY_GROUP)
+        else:
+            subscribed = self._classic_subscriptions(group)
+        unknown = []
+        answered = []
+        deleted = []
+        for topic_name, partition in req.partitions:
+            topic = self._topics.get(topic_name)
+            if topic is None or not 0 <= partition < topic.partitions:
+                unknown.append((topic_name, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            elif subscribed is None or topic_name in subscribed:
+                # Members that do not say what they subscribe to might read any topic (Kafka's
+                # ClassicGroup.isSubscribedToTopic when its subscriptions are unknown).
+                answered.append((topic_name, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+            else:
+                answered.append((topic_name, partition, ErrorCode.NONE))
+                if group is not None and group.offsets.pop((topic_name, partition), None) is not None:
+                    group.committed_at.pop((topic_name, partition), None)
+                    group.expire_at.pop((topic_name, partition), None)
+                    deleted.append((topic_name, partition))
+        if group is not None and deleted:
+            fx.writes.append(OffsetsDeleted(group_id=group.group_id, partitions=tuple(sorted(deleted))))
+            self._event(fx, "offsets-deleted", group, detail=f"{len(deleted)} committed offset(s) deleted")
+            if not group.offsets:
+                self._offsets_deleted.add(group.group_id)
+                self._schedule_offset_check(now_ms)
+        return OffsetDeleteResult(error=ErrorCode.NONE, partitions=tuple(unknown + answered))
+
+    def _classic_subscriptions(self, group: _Group) -> frozenset[str] | None:
+        """The topics the members of a classic consumer group subscribed to when its current
+        generation began, read from their metadata (Kafka's ClassicGroup.computeSubscribedTopics);
+        None if unknown: no generation yet, no plugin that reads the consumer protocol, or
+        metadata that does not read."""
+        if group.generation_metadata is None or self._classic_payloads is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for metadata in group.generation_metadata:
+                topics |= self._classic_payloads.subscription(metadata)[0]
+        except ValueError:
+            return None
+        return frozenset(topics)
+
+    def _forget_emptied(self, group_id: str, fx: Effects) -> None:
+        """Delete a group whose last offsets an OffsetDelete removed, if it still has neither
+        offsets nor members."""
+        group = self._groups.get(group_id)
+        if group is None or group.offsets:
+            return
+        if group_id in self._consumer_groups:
+            if self._consumer_groups.delete(group.group_id) is not ErrorCode.NONE:
+                return  # it has members: only its offsets go
+        elif group.state is not GroupState.EMPTY or group.members or group.pending_members:
+            return
+        del self._groups[group.group_id]
+        fx.writes.append(GroupDeleted(group_id=group.group_id))
+        self._event(fx, "deleted", group, detail="its offsets were deleted")
 
     # --- administration ------------------------------------------------------------------------
 

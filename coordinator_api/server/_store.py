@@ -39,6 +39,7 @@ from coordinator_api.server._messages import (
     GroupSnapshot,
     MemberSnapshot,
     OffsetsCommitted,
+    OffsetsDeleted,
     OffsetsExpired,
     StoreWrite,
     Topic,
@@ -476,7 +477,7 @@ class SqliteStore:
                             for o in write.offsets
                         ],
                     )
-                elif isinstance(write, OffsetsExpired):
+                elif isinstance(write, OffsetsExpired | OffsetsDeleted):
                     db.executemany(
                         "DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?",
                         [(write.group_id, topic, partition) for topic, partition in write.partitions],

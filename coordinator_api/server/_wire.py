@@ -50,6 +50,8 @@ from kafka.protocol.consumer import (
     ListOffsetsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -88,6 +90,7 @@ from coordinator_api.server._messages import (
     DescribedPartitions,
     DescribeGroups,
     DescribeGroupsResult,
+    FetchedOffset,
     Heartbeat,
     HeartbeatResult,
     JoinGroup,
@@ -100,6 +103,8 @@ from coordinator_api.server._messages import (
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
     OffsetFetch,
     OffsetFetchResult,
     Request,
@@ -291,47 +296,26 @@ def metadata_response(
     port: int,
     cluster_id: str,
     refused: frozenset[str] = frozenset(),
+    creation_refused: frozenset[str] = frozenset(),
 ) -> Any:
-    """Metadata of ``topics``; the topics named in ``refused`` (which the client may not
-    describe) are answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers them."""
+    """Metadata of ``topics``, or of those the request names. The topics named in ``refused``
+    (which the client may not describe) and in ``creation_refused`` (which it may describe but
+    not auto-create) are answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers them.
+
+    Named topics are answered in the order of Kafka's ``KafkaApis.handleTopicMetadataRequest``:
+    ids it does not know, the topics it describes (existing ones, then the unknown ones), those
+    it may not create, those it may not describe; each part in the request's order."""
     partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
-    listed = []
-    if asks_for_every_topic(version, request):
-        names = sorted(topics)
-    else:
-        # v10+ may ask by topic id (KIP-516), as KIP-848 clients do for their assigned topics.
-        by_id = {t.topic_id: t.name for t in topics.values()}
-        names = []
-        for asked in request.topics:
-            topic_id = getattr(asked, "topic_id", None)
-            # A set (non-zero) id wins, as on Kafka's broker: Java's client asks by id with the
-            # name left at its schema default "" (a RE2J regex subscription does, KIP-848).
-            if asked.name is not None and (topic_id is None or topic_id.int == 0):
-                names.append(asked.name)
-                continue
-            name = by_id.get(topic_id.bytes) if topic_id is not None else None
-            if name is not None and name in refused:
-                # Topic ids are not secret (KafkaApis): refused by id, without the name.
-                listed.append(
-                    MetadataResponse.MetadataResponseTopic(
-                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        name=None,
-                        topic_id=topic_id,
-                        partitions=[],
-                    )
-                )
-            elif name is not None:
-                names.append(name)
-            else:
-                listed.append(
-                    MetadataResponse.MetadataResponseTopic(
-                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id, partitions=[]
-                    )
-                )
-    for name in names:
+    unknown_ids: list[Any] = []
+    found: list[Any] = []
+    missing: list[Any] = []
+    not_created: list[Any] = []
+    hidden: list[Any] = []
+
+    def answer(name: str) -> None:
         topic = topics.get(name)
-        if name in refused:
-            listed.append(
+        if name in refused or name in creation_refused:
+            (hidden if name in refused else not_created).append(
                 MetadataResponse.MetadataResponseTopic(
                     error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                     name=name,
@@ -339,42 +323,74 @@ def metadata_response(
                     partitions=[],
                 )
             )
-            continue
-        if topic is None:
-            listed.append(
+        elif topic is None:
+            missing.append(
                 MetadataResponse.MetadataResponseTopic(
                     error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]
                 )
             )
-            continue
-        listed.append(
-            MetadataResponse.MetadataResponseTopic(
-                error_code=ErrorCode.NONE,
-                name=name,
-                topic_id=_uuid(topic.topic_id),
-                is_internal=False,
-                partitions=[
-                    partition_cls(
-                        error_code=ErrorCode.NONE,
-                        partition_index=p,
-                        leader_id=node_id,
-                        leader_epoch=0,
-                        replica_nodes=[node_id],
-                        isr_nodes=[node_id],
-                        offline_replicas=[],
-                    )
-                    for p in range(topic.partitions)
-                ],
-                authorized_operations=None,
+        else:
+            found.append(
+                MetadataResponse.MetadataResponseTopic(
+                    error_code=ErrorCode.NONE,
+                    name=name,
+                    topic_id=_uuid(topic.topic_id),
+                    is_internal=False,
+                    partitions=[
+                        partition_cls(
+                            error_code=ErrorCode.NONE,
+                            partition_index=p,
+                            leader_id=node_id,
+                            leader_epoch=0,
+                            replica_nodes=[node_id],
+                            isr_nodes=[node_id],
+                            offline_replicas=[],
+                        )
+                        for p in range(topic.partitions)
+                    ],
+                    authorized_operations=None,
+                )
             )
-        )
+
+    if asks_for_every_topic(version, request):
+        for name in sorted(topics):
+            answer(name)
+    else:
+        # v10+ may ask by topic id (KIP-516), as KIP-848 clients do for their assigned topics.
+        by_id = {t.topic_id: t.name for t in topics.values()}
+        for asked in request.topics:
+            topic_id = getattr(asked, "topic_id", None)
+            # A set (non-zero) id wins, as on Kafka's broker: Java's client asks by id with the
+            # name left at its schema default "" (a RE2J regex subscription does, KIP-848).
+            if asked.name is not None and (topic_id is None or topic_id.int == 0):
+                answer(asked.name)
+                continue
+            found_name = by_id.get(topic_id.bytes) if topic_id is not None else None
+            if found_name is not None and found_name in refused:
+                # Topic ids are not secret (KafkaApis): refused by id, without the name.
+                hidden.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        name=None,
+                        topic_id=topic_id,
+                        partitions=[],
+                    )
+                )
+            elif found_name is not None:
+                answer(found_name)
+            else:
+                unknown_ids.append(
+                    MetadataResponse.MetadataResponseTopic(
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id, partitions=[]
+                    )
+                )
     return MetadataResponse(
         version=version,
         throttle_time_ms=0,
         brokers=[MetadataResponse.MetadataResponseBroker(node_id=node_id, host=host, port=port, rack=None)],
         cluster_id=cluster_id,
         controller_id=node_id,
-        topics=listed,
+        topics=unknown_ids + found + missing + not_created + hidden,
         authorized_operations=None,
     )
 
@@ -431,15 +447,22 @@ def find_coordinator_response(
     version: int, request: Any, *, node_id: int, host: str, port: int, refused: frozenset[str] = frozenset()
 ) -> Any:
     """This coordinator for every group key; the keys in ``refused`` (groups the client may not
-    describe) are answered GROUP_AUTHORIZATION_FAILED."""
+    describe) are answered GROUP_AUTHORIZATION_FAILED.
+
+    The messages are Kafka's: v1-v3 carry its text for the error code (``NONE`` when found,
+    ``Group authorization failed.`` when refused); v4's per-key message is never set by Kafka's
+    broker, so it is the schema's default, empty."""
     # Key type 0 is a group; 1 (transactions) and 2 (share groups) are not coordinated here.
     error = ErrorCode.NONE if request.key_type == 0 else ErrorCode.INVALID_REQUEST
     message = None if error is ErrorCode.NONE else "only group coordinators are found here"
 
     def answer(key: str) -> tuple[ErrorCode, str | None]:
-        if error is ErrorCode.NONE and key in refused:
-            return ErrorCode.GROUP_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED_MESSAGE
-        return error, message
+        if error is not ErrorCode.NONE:
+            return error, message
+        if key in refused:
+            error_text = "" if version >= 4 else GROUP_AUTHORIZATION_FAILED_MESSAGE
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, error_text
+        return error, "" if version >= 4 else error.name
 
     if version >= 4:
         coordinators = []
@@ -848,6 +871,13 @@ def _offset_fetch(v: int, message: Any, client_host: str) -> Request:
     )
 
 
+def _offset_delete(v: int, message: Any, client_host: str) -> Request:
+    return OffsetDelete(
+        group_id=message.group_id,
+        partitions=tuple((t.name, p.partition_index) for t in message.topics for p in t.partitions),
+    )
+
+
 def _list_groups(v: int, message: Any, client_host: str) -> Request:
     return ListGroups(
         states=frozenset(s.strip().lower() for s in message.states_filter) if v >= 4 else frozenset(),
@@ -965,6 +995,7 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.SASL_AUTHENTICATE: _Api(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
     ApiKey.CREATE_TOPICS: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7, _create_topics),
     ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
+    ApiKey.OFFSET_DELETE: _Api(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0, _offset_delete),
     # The ACL APIs, answered by the shell (the ACLs are not group state); v0 has no pattern type.
     ApiKey.DESCRIBE_ACLS: _Api(DescribeAclsRequest, DescribeAclsResponse, 1, 3),
     ApiKey.CREATE_ACLS: _Api(CreateAclsRequest, CreateAclsResponse, 1, 3),
@@ -1113,7 +1144,7 @@ def to_response(frame: Frame, result: Result) -> Any:
     if isinstance(result, OffsetFetchResult):
         topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
         by_topic = {}
-        for o in result.offsets:
+        for o in _offsets_answered(v, result):
             by_topic.setdefault(o.topic, []).append(
                 topic_cls.OffsetFetchResponsePartition(
                     partition_index=o.partition,
@@ -1128,6 +1159,25 @@ def to_response(frame: Frame, result: Result) -> Any:
             throttle_time_ms=0,
             error_code=result.error,
             topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
+        )
+    if isinstance(result, OffsetDeleteResult):
+        # Grouped by topic in the order each topic first appears, as Kafka's response builder
+        # does; a group-level error lists no partition.
+        delete_topics: dict[str, list[Any]] = {}
+        for topic, partition, error in result.partitions:
+            delete_topics.setdefault(topic, []).append(
+                OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition(
+                    partition_index=partition, error_code=error
+                )
+            )
+        return OffsetDeleteResponse(
+            version=v,
+            error_code=result.error,
+            throttle_time_ms=0,
+            topics=[
+                OffsetDeleteResponse.OffsetDeleteResponseTopic(name=name, partitions=parts)
+                for name, parts in delete_topics.items()
+            ],
         )
     if isinstance(result, ListGroupsResult):
         return ListGroupsResponse(
@@ -1208,7 +1258,7 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
     groups = []
     for group_id, result in results:
         by_topic: dict[str, list[Any]] = {}
-        for o in result.offsets:
+        for o in _offsets_answered(frame.api_version, result):
             by_topic.setdefault(o.topic, []).append(
                 topic_cls.OffsetFetchResponsePartitions(
                     partition_index=o.partition,
@@ -1226,6 +1276,15 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
             )
         )
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
+
+
+def _offsets_answered(v: int, result: OffsetFetchResult) -> tuple[FetchedOffset, ...]:
+    """The partitions an OffsetFetch answer lists. From v2 a group's error is the answer's own
+    field and the answer lists no partition with it; v0 and v1 have no such field, so each
+    partition asked for carries the group's error (Kafka's ``OffsetFetchResponse.groupError``)."""
+    if v >= 2 and result.error is not ErrorCode.NONE:
+        return ()
+    return result.offsets
 
 
 def _heartbeat_answer(v: int, result: ConsumerGroupHeartbeatResult) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator_api._plugins._registry import ClassicPayloads
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._messages import (
@@ -38,6 +39,8 @@ from coordinator_api.server._messages import (
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
     OffsetFetch,
     OffsetFetchResult,
     Request,
@@ -74,9 +77,10 @@ class Formed:
 
 
 class Driver:
-    """Runs a :class:`GroupCoordinator` on a fake clock (``now``, in ms)."""
+    """Runs a :class:`GroupCoordinator` on a fake clock (``now``, in ms); ``classic_payloads``
+    reads the consumer protocol's metadata (the consumer plugin's), as the server has it."""
 
-    def __init__(self, **config: Any) -> None:
+    def __init__(self, *, classic_payloads: ClassicPayloads | None = None, **config: Any) -> None:
         config.setdefault("initial_rebalance_delay_ms", 3000)
         # Heartbeats are answered at once unless a test is about holding them.
         config.setdefault("heartbeat_hold_ms", 0)
@@ -87,6 +91,7 @@ class Driver:
             self.config,
             member_id_factory=lambda prefix: f"{prefix}-{next(self._member_seq)}",
             topic_id_factory=lambda: next(self._topic_seq).to_bytes(16, "big"),
+            classic_payloads=classic_payloads,
         )
         self.now = 0
         self._ref_seq = itertools.count(1)
@@ -302,6 +307,13 @@ class Driver:
         result = self.fetch(partitions, group=group)
         assert result.error is ErrorCode.NONE
         return {(o.topic, o.partition): o for o in result.offsets}
+
+    def delete_offsets(
+        self, partitions: Iterable[tuple[str, int]], *, group: str = GROUP
+    ) -> OffsetDeleteResult:
+        result = self.call(OffsetDelete(group_id=group, partitions=tuple(partitions)))
+        assert isinstance(result, OffsetDeleteResult)
+        return result
 
     # --- administration ------------------------------------------------------------------------
 

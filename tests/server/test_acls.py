@@ -50,6 +50,8 @@ from kafka.protocol.consumer import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -95,6 +97,8 @@ from coordinator_api.server._messages import (
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
 )
 from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users
 from coordinator_api.server.schemas import (
@@ -353,6 +357,46 @@ def test_refused_parts_are_answered_where_kafka_puts_them() -> None:
         (),
         "The group has described topic(s) that the client is not authorized to describe.",
     )
+
+
+def test_offset_delete_needs_delete_on_the_group_and_read_on_each_topic() -> None:
+    """KafkaApis.handleDeleteOffsetsRequest: without DELETE on the group, the group's error alone;
+    the partitions of topics the principal may not read are refused, and answered with those
+    the broker does not know, in the request's order of topics, before the coordinator's."""
+    acls = Authorizer(
+        [
+            acl(GROUP, "g", "User:alice", AclOperation.DELETE),
+            acl(TOPIC, "t", "User:alice", READ),
+            acl(TOPIC, "v", "User:alice", READ),
+        ]
+    )
+    alice = Requester(acls, "User:alice", "10.0.0.1")
+    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert authorize_request(alice, OffsetDelete(group_id="h", partitions=(("t", 0),))) == Refused(
+        OffsetDeleteResult(error=ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    )
+    asked = OffsetDelete(group_id="g", partitions=(("u", 0), ("v", 9), ("t", 0), ("t", 9), ("w", 1)))
+    decided = authorize_request(alice, asked)
+    assert isinstance(decided, Admitted) and decided.merge is not None
+    assert decided.request == OffsetDelete(group_id="g", partitions=(("v", 9), ("t", 0), ("t", 9)))
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    answered = OffsetDeleteResult(
+        error=ErrorCode.NONE,
+        partitions=(("v", 9, unknown), ("t", 9, unknown), ("t", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)),
+    )
+    assert decided.merge(answered) == OffsetDeleteResult(
+        error=ErrorCode.NONE,
+        partitions=(
+            ("u", 0, refused),
+            ("v", 9, unknown),
+            ("t", 9, unknown),
+            ("w", 1, refused),
+            ("t", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+        ),
+    )
+    # A group-level answer (no such group) is the whole answer, refused topics or not.
+    missing = OffsetDeleteResult(error=ErrorCode.GROUP_ID_NOT_FOUND)
+    assert decided.merge(missing) == missing
 
 
 # --- on a real coordinator ---------------------------------------------------------------------
@@ -704,6 +748,125 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
         request = GroupDescribeRequest(version=0, group_ids=["res"])
         assert _call(bob, request, GroupDescribeResponse).groups[0].error_code == refused
         assert _call(alice, request, GroupDescribeResponse).groups[0].error_code == ErrorCode.NONE
+
+
+def test_refusals_are_answered_in_kafkas_words_and_order(coordinator: EmbeddedCoordinator) -> None:
+    """What tests/server/test_acls_on_kafka.py found Kafka 4 to answer, without a broker: the
+    messages of FindCoordinator, OffsetFetch's group refusal by version, Metadata's order (the
+    topics described first), and OffsetDelete's checks."""
+    G, T, Op = ResourceType.GROUP, ResourceType.TOPIC, ACLOperation
+    grant(
+        coordinator,
+        kafka_acl(G, "app", "User:alice", Op.DELETE),  # DELETE implies DESCRIBE
+        kafka_acl(T, "t", "User:alice", Op.READ),
+        kafka_acl(T, "ghost", "User:alice", Op.DESCRIBE),  # a topic nobody makes
+    )
+    group_refused, topic_refused = ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    with (
+        login(coordinator, "alice") as alice,
+        login(coordinator, "bob") as bob,
+        login(coordinator, "admin") as admin,
+    ):
+
+        def find(sock: socket.socket, version: int, *keys: str) -> Any:
+            if version >= 4:
+                request = FindCoordinatorRequest(version=version, key_type=0, coordinator_keys=list(keys))
+                answer = _call(sock, request, FindCoordinatorResponse)
+                return [(c.key, c.error_code, c.error_message) for c in answer.coordinators]
+            (key,) = keys
+            answer = _call(
+                sock, FindCoordinatorRequest(version=version, key=key, key_type=0), FindCoordinatorResponse
+            )
+            return answer.error_code, answer.error_message
+
+        assert find(alice, 0, "app")[0] == ErrorCode.NONE
+        assert find(alice, 1, "app") == find(alice, 3, "app") == (ErrorCode.NONE, "NONE")
+        assert find(bob, 3, "app") == (group_refused, "Group authorization failed.")
+        assert find(bob, 4, "app") == [("app", group_refused, "")]
+        assert find(alice, 4, "app", "other") == [("app", ErrorCode.NONE, ""), ("other", group_refused, "")]
+
+        # bob may not describe app: v2 and later answer the group's error alone; v1 has no such
+        # field, so each partition asked for carries it.
+        def fetch_as_bob(version: int) -> Any:
+            topics = [
+                OffsetFetchRequest.OffsetFetchRequestTopic(name=n, partition_indexes=[0]) for n in ("t", "u")
+            ]
+            if version < 8:
+                request = OffsetFetchRequest(
+                    version=version, group_id="app", topics=topics, require_stable=False
+                )
+                return _call(bob, request, OffsetFetchResponse)
+            group = OffsetFetchRequest.OffsetFetchRequestGroup(
+                group_id="app",
+                topics=[
+                    OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics(
+                        name=n, partition_indexes=[0]
+                    )
+                    for n in ("t", "u")
+                ],
+            )
+            request = OffsetFetchRequest(version=version, groups=[group], require_stable=False)
+            (answered,) = _call(bob, request, OffsetFetchResponse).groups
+            return answered
+
+        old = fetch_as_bob(1)
+        assert [(t.name, p.error_code, p.committed_offset) for t in old.topics for p in t.partitions] == [
+            ("t", group_refused, -1),
+            ("u", group_refused, -1),
+        ]
+        for version in (2, 7, 8):
+            answered = fetch_as_bob(version)
+            assert (answered.error_code, answered.topics) == (group_refused, []), version
+
+        named = MetadataRequest(
+            version=8,
+            topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in ("u", "ghost", "nowhere", "t")],
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+        listed = [(t.name, t.error_code) for t in _call(alice, named, MetadataResponse).topics]
+        assert listed == [
+            ("t", ErrorCode.NONE),  # described, and it exists
+            ("ghost", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),  # described, and it does not
+            ("u", topic_refused),
+            ("nowhere", topic_refused),
+        ]
+
+        assert (
+            commit(admin, "app", "", -1, {"t": 5, "u": 6}).topics[0].partitions[0].error_code
+            == ErrorCode.NONE
+        )
+
+        def delete_offsets(sock: socket.socket, partitions: dict[str, list[int]]) -> Any:
+            topic_cls = OffsetDeleteRequest.OffsetDeleteRequestTopic
+            request = OffsetDeleteRequest(
+                version=0,
+                group_id="app",
+                topics=[
+                    topic_cls(
+                        name=n,
+                        partitions=[topic_cls.OffsetDeleteRequestPartition(partition_index=p) for p in ps],
+                    )
+                    for n, ps in partitions.items()
+                ],
+            )
+            answer = _call(sock, request, OffsetDeleteResponse)
+            return answer.error_code, [
+                (t.name, p.partition_index, p.error_code) for t in answer.topics for p in t.partitions
+            ]
+
+        assert delete_offsets(bob, {"t": [0]}) == (group_refused, [])
+        assert delete_offsets(alice, {"u": [0], "t": [9, 0]}) == (
+            ErrorCode.NONE,
+            [
+                ("u", 0, topic_refused),
+                ("t", 9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                ("t", 0, ErrorCode.NONE),
+            ],
+        )
+        remaining = fetch(admin, "app", None)
+        assert [(t.name, p.partition_index) for t in remaining.topics for p in t.partitions] == [("u", 0)]
 
 
 def test_metadata_and_create_topics_follow_topic_acls(coordinator: EmbeddedCoordinator) -> None:

@@ -53,6 +53,7 @@ from kafka.protocol.admin import (
     ListGroupsResponse,
 )
 from kafka.protocol.consumer import (
+    ConsumerProtocolSubscription,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -61,6 +62,8 @@ from kafka.protocol.consumer import (
     LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
@@ -365,15 +368,21 @@ def metadata_request(topics: list[str] | None, *, version: int = 8, with_operati
     )
 
 
-def join_request(group: str, member_id: str = "") -> Any:
+#: A consumer's JoinGroup metadata subscribing to topic t (Kafka's consumer protocol).
+SUBSCRIBED_TO_T = bytes(ConsumerProtocolSubscription(version=0, topics=["t"], user_data=b"").encode())
+
+
+def join_request(
+    group: str, member_id: str = "", *, protocol_type: str = "consumer", metadata: bytes = SUBSCRIBED_TO_T
+) -> Any:
     return JoinGroupRequest(
         version=3,
         group_id=group,
         session_timeout_ms=60_000,
         rebalance_timeout_ms=60_000,
         member_id=member_id,
-        protocol_type="consumer",
-        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+        protocol_type=protocol_type,
+        protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=metadata)],
     )
 
 
@@ -411,14 +420,14 @@ def commit_request(group: str, member: tuple[str, int], partitions: list[tuple[s
     )
 
 
-def fetch_request(group: str, partitions: list[tuple[str, int]] | None) -> Any:
+def fetch_request(group: str, partitions: list[tuple[str, int]] | None, *, version: int = 7) -> Any:
     topics = None
     if partitions is not None:
         topics = [
             OffsetFetchRequest.OffsetFetchRequestTopic(name=name, partition_indexes=indexes)
             for name, indexes in by_topic(partitions).items()
         ]
-    return OffsetFetchRequest(version=7, group_id=group, topics=topics, require_stable=False)
+    return OffsetFetchRequest(version=version, group_id=group, topics=topics, require_stable=False)
 
 
 def fetched(response: Any) -> tuple[int, list[tuple[str, int, int, int]]]:
@@ -429,6 +438,27 @@ def fetched(response: Any) -> tuple[int, list[tuple[str, int, int, int]]]:
         for p in t.partitions
     ]
     return response.error_code, sorted(offsets)
+
+
+def delete_offsets_request(group: str, partitions: list[tuple[str, int]]) -> Any:
+    topic_cls = OffsetDeleteRequest.OffsetDeleteRequestTopic
+    return OffsetDeleteRequest(
+        version=0,
+        group_id=group,
+        topics=[
+            topic_cls(
+                name=name,
+                partitions=[topic_cls.OffsetDeleteRequestPartition(partition_index=p) for p in parts],
+            )
+            for name, parts in by_topic(partitions).items()
+        ],
+    )
+
+
+def deleted_offsets(response: Any) -> tuple[int, list[tuple[str, int, int]]]:
+    """(the group's error, each partition's (topic, partition, error), in the answer's order)."""
+    partitions = [(t.name, p.partition_index, p.error_code) for t in response.topics for p in t.partitions]
+    return response.error_code, partitions
 
 
 def batch_fetch_request(groups: dict[str, list[str] | None]) -> Any:
@@ -569,23 +599,73 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
     )
     assert same("OffsetFetch app as bob: every topic", fetch("bob", "app", None)) == (ErrorCode.NONE, [])
     assert same("OffsetFetch nope as alice: every topic", fetch("alice", "nope", None)) == (GROUP_REFUSED, [])
-    # A group refused with partitions asked for: Kafka (v2+) answers the group's error alone; the
-    # coordinator also lists each partition asked for with it, as Kafka answers only v0 and v1,
-    # which have no group error. The version is _wire.py's to know (to_response and
-    # offset_fetch_batch_response): pinned.
-    known(
-        "OffsetFetch v7 cg as bob: u",
-        fetch("bob", "cg", [("u", 0)]),
-        kafka=(GROUP_REFUSED, []),
-        ours=(GROUP_REFUSED, [("u", 0, GROUP_REFUSED, -1)]),
-    )
+    # A group refused with partitions asked for: from v2 the group's error alone; v1 has no group
+    # error, so each partition asked for carries it (Kafka's OffsetFetchResponse.groupError).
+    assert same("OffsetFetch v7 cg as bob: u", fetch("bob", "cg", [("u", 0)])) == (GROUP_REFUSED, [])
+    assert same(
+        "OffsetFetch v1 cg as bob: u, t",
+        lambda server: fetched(
+            server.call("bob", fetch_request("cg", [("u", 0), ("t", 1)], version=1), OffsetFetchResponse)
+        )[1],
+    ) == [("t", 1, GROUP_REFUSED, -1), ("u", 0, GROUP_REFUSED, -1)]
     batch = batch_fetch_request({"app": None, "shared-x": ["t", "u"], "cg": ["u"]})
-    allowed = [("app", 0, []), ("shared-x", 0, [("t", 0, TOPIC_REFUSED), ("u", 0, 0)])]
-    known(
+    assert same(
         "OffsetFetch v8 as bob: app (every topic), shared-x, cg",
         lambda server: batch_fetched(server.call("bob", batch, OffsetFetchResponse)),
-        kafka=[*allowed, ("cg", GROUP_REFUSED, [])],
-        ours=[*allowed, ("cg", GROUP_REFUSED, [("u", 0, GROUP_REFUSED)])],
+    ) == [
+        ("app", 0, []),
+        ("shared-x", 0, [("t", 0, TOPIC_REFUSED), ("u", 0, 0)]),
+        ("cg", GROUP_REFUSED, []),
+    ]
+
+    def delete_offsets(user: str, group: str, partitions: list[tuple[str, int]]) -> Callable[[Server], Any]:
+        return lambda server: deleted_offsets(
+            server.call(user, delete_offsets_request(group, partitions), OffsetDeleteResponse)
+        )
+
+    # OffsetDelete needs DELETE on the group, then READ on each topic (KafkaApis): the refused
+    # topics and the unknown partitions are answered first, in the request's order of topics; the
+    # group coordinator answers the rest: app's member subscribes to t, so t is not deleted.
+    assert same("OffsetDelete app as bob (DESCRIBE only)", delete_offsets("bob", "app", [("t", 0)])) == (
+        GROUP_REFUSED,
+        [],
+    )
+    assert same(
+        "OffsetDelete app as alice: t, u, nowhere",
+        delete_offsets("alice", "app", [("t", 0), ("u", 0), ("t", 7), ("nowhere", 0)]),
+    ) == (
+        ErrorCode.NONE,
+        [
+            ("t", 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+            ("t", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+            ("u", 0, TOPIC_REFUSED),
+            ("nowhere", 0, TOPIC_REFUSED),
+        ],
+    )
+    assert same("OffsetDelete app as admin: u, t", delete_offsets("admin", "app", [("u", 0), ("t", 1)])) == (
+        ErrorCode.NONE,
+        [("u", 0, ErrorCode.NONE), ("t", 1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)],
+    )
+    assert same("OffsetDelete nope as admin: nowhere", delete_offsets("admin", "nope", [("nowhere", 0)])) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        [],
+    )
+
+    def other_protocol_type(server: Server) -> Any:
+        request = join_request("shard-g", protocol_type="shard", metadata=b"")
+        joined = server.call("admin", request, JoinGroupResponse)
+        assert joined.error_code == ErrorCode.NONE, (server.name, joined)
+        refused = delete_offsets("admin", "shard-g", [("t", 0)])(server)
+        identity = LeaveGroupRequest.MemberIdentity(member_id=joined.member_id, group_instance_id=None)
+        left = server.call(
+            "admin", LeaveGroupRequest(version=3, group_id="shard-g", members=[identity]), LeaveGroupResponse
+        )
+        assert left.error_code == ErrorCode.NONE, (server.name, left)
+        return refused
+
+    assert same("OffsetDelete of a group of another protocol type with a member", other_protocol_type) == (
+        ErrorCode.NON_EMPTY_GROUP,
+        [],
     )
 
     def describe(user: str, *groups: str) -> Callable[[Server], Any]:
@@ -639,10 +719,10 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
     bob_sees = same("ListGroups as bob (DESCRIBE on the cluster)", listed("bob"))
     assert {"app", "shared-x"} <= set(alice_sees) <= set(bob_sees)
 
-    def find(user: str, *keys: str) -> Callable[[Server], Any]:
+    def find(user: str, *keys: str, version: int = 3) -> Callable[[Server], Any]:
         def ask(server: Server) -> Any:
             if len(keys) == 1:
-                request = FindCoordinatorRequest(version=3, key=keys[0], key_type=0)
+                request = FindCoordinatorRequest(version=version, key=keys[0], key_type=0)
                 answer = server.call(user, request, FindCoordinatorResponse)
                 return answer.error_code, answer.error_message
             request = FindCoordinatorRequest(version=4, key_type=0, coordinator_keys=list(keys))
@@ -655,16 +735,15 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
         GROUP_REFUSED,
         "Group authorization failed.",
     )
-    # Kafka's message of a found coordinator (v3: "NONE"; v4: "") and of a refused key in v4 ("")
-    # are not the coordinator's (None; "Group authorization failed."), which its _wire.py makes:
-    # pinned, with the error codes the same.
-    known("FindCoordinator v3 app as bob", find("bob", "app"), kafka=(0, "NONE"), ours=(0, None))
-    known(
-        "FindCoordinator v4 as bob: app, cg, shared-x",
-        find("bob", "app", "cg", "shared-x"),
-        kafka=[("app", 0, ""), ("cg", GROUP_REFUSED, ""), ("shared-x", 0, "")],
-        ours=[("app", 0, None), ("cg", GROUP_REFUSED, "Group authorization failed."), ("shared-x", 0, None)],
-    )
+    # v1-v3 say the error code's text, "NONE" for a found coordinator; v4 says nothing (""), found
+    # or refused.
+    assert same("FindCoordinator v3 app as bob", find("bob", "app")) == (0, "NONE")
+    assert same("FindCoordinator v1 app as bob", find("bob", "app", version=1)) == (0, "NONE")
+    assert same("FindCoordinator v4 as bob: app, cg, shared-x", find("bob", "app", "cg", "shared-x")) == [
+        ("app", 0, ""),
+        ("cg", GROUP_REFUSED, ""),
+        ("shared-x", 0, ""),
+    ]
 
     def delete(user: str, *groups: str) -> Callable[[Server], Any]:
         def ask(server: Server) -> Any:
@@ -693,6 +772,15 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
 
     assert same("LeaveGroup app as bob", leave("bob"))[0] == GROUP_REFUSED
     assert same("LeaveGroup app as alice", leave("alice")) == (ErrorCode.NONE, [ErrorCode.NONE])
+    # Empty: nothing is subscribed to any more. Without offsets or members the group stays until
+    # the coordinator's next retention check, so DeleteGroups still finds it.
+    assert same(
+        "OffsetDelete app as alice, now empty: t", delete_offsets("alice", "app", [("t", 0), ("t", 1)])
+    ) == (
+        ErrorCode.NONE,
+        [("t", 0, ErrorCode.NONE), ("t", 1, ErrorCode.NONE)],
+    )
+    assert same("OffsetFetch app as alice, after", fetch("alice", "app", None)) == (ErrorCode.NONE, [])
     assert same("DeleteGroups app as alice, now empty", delete("alice", "app")) == ([("app", 0)], [])
     differences.check()
 
@@ -796,16 +884,17 @@ def test_consumer_group_requests_are_authorized_as_on_kafka(
         kafka=[("cg", (1 << Op.READ.value) | (1 << Op.DESCRIBE.value))],  # the bit field, read raw here
         ours=[("cg", -(2**31))],  # Kafka's "not asked for"
     )
-    # A classic group, not refused: Kafka's group coordinator says what it is, the coordinator's
-    # state machine that it is not found (not an authorization matter; pinned).
-    known(
-        "ConsumerGroupDescribe as alice: shared-x (a classic group)",
-        describe("alice", "shared-x"),
-        kafka=(
-            [],
-            [("shared-x", ErrorCode.GROUP_ID_NOT_FOUND, "Group shared-x is not a consumer group.", 0)],
-        ),
-        ours=([], [("shared-x", ErrorCode.GROUP_ID_NOT_FOUND, "group shared-x not found", 0)]),
+    # Not refused, but no consumer group: a classic group is said to be one, a group that does not
+    # exist not found (Kafka's group coordinator's messages).
+    assert same(
+        "ConsumerGroupDescribe as alice: shared-x (a classic group)", describe("alice", "shared-x")
+    ) == (
+        [],
+        [("shared-x", ErrorCode.GROUP_ID_NOT_FOUND, "Group shared-x is not a consumer group.", 0)],
+    )
+    assert same("ConsumerGroupDescribe as admin: nope", describe("admin", "nope")) == (
+        [],
+        [("nope", ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.", 0)],
     )
 
     # A regular expression subscribes alice to the topics she may DESCRIBE only (t, not u nor
@@ -855,14 +944,16 @@ def test_metadata_and_create_topics_are_authorized_as_on_kafka(
         ("t", 0, 2),
         ("u", TOPIC_REFUSED, 0),
     ]
-    # Kafka answers the topics the principal may describe first, then those it may not; the
-    # coordinator answers in the request's order (its _server.py and _wire.py): pinned.
-    known(
+    # The topics the principal may describe first (those that exist, then the others), then
+    # those it may not, as KafkaApis orders them.
+    assert same(
         "Metadata as alice: t, u, nowhere, ghost, in order",
         lambda s: [name for name, _, _ in metadata("alice", asked)(s)],
-        kafka=["t", "ghost", "u", "nowhere"],
-        ours=asked,
-    )
+    ) == ["t", "ghost", "u", "nowhere"]
+    assert same(
+        "Metadata as alice: ghost, nowhere, u, t, in order",
+        lambda s: [name for name, _, _ in metadata("alice", asked[::-1])(s)],
+    ) == ["t", "ghost", "nowhere", "u"]
 
     def topic_operations(server: Server) -> Any:
         answer = server.call("alice", metadata_request(["t"], with_operations=True), MetadataResponse)

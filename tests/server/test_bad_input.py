@@ -50,6 +50,8 @@ from kafka.protocol.consumer import (
     ListOffsetsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -110,6 +112,7 @@ SUPPORTED = {
     31: (1, 3),
     36: (0, 2),
     42: (0, 2),
+    47: (0, 0),  # OffsetDelete
     48: (0, 1),  # DescribeClientQuotas, AlterClientQuotas
     49: (0, 1),
     50: (0, 0),  # DescribeUserScramCredentials (kafka-configs --describe of users asks)
@@ -1226,6 +1229,22 @@ def test_nonsense_group_requests_get_error_codes_on_an_open_connection(
         sock, DeleteGroupsRequest(version=v(42), groups_names=["no-such-group"]), DeleteGroupsResponse, 6
     )
     assert [r.error_code for r in deleted.results] == [GROUP_ID_NOT_FOUND]
+    topic_cls = OffsetDeleteRequest.OffsetDeleteRequestTopic
+    for correlation_id, (group, expected) in enumerate(
+        (("no-such-group", GROUP_ID_NOT_FOUND), ("", INVALID_GROUP_ID), ("offsets-only", GROUP_ID_NOT_FOUND)),
+        start=7,
+    ):
+        request = OffsetDeleteRequest(
+            version=v(47),
+            group_id=group,
+            topics=[
+                topic_cls(
+                    name="events", partitions=[topic_cls.OffsetDeleteRequestPartition(partition_index=0)]
+                )
+            ],
+        )
+        forgotten = call(sock, request, OffsetDeleteResponse, correlation_id)
+        assert (forgotten.error_code, forgotten.topics) == (expected, []), group
     # The failed commits stored nothing, so they left no group behind.
     assert describe(sock, "offsets-only")["offsets-only"].group_state == "Dead"
     api_versions_round_trip(sock)

@@ -43,6 +43,8 @@ from coordinator_api.server._messages import (
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDelete,
+    OffsetDeleteResult,
 )
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
@@ -462,6 +464,60 @@ def test_consumer_groups_are_listed_described_and_deleted(c: Coordinator) -> Non
     c.heartbeat("a", -1)
     deleted = c.request(DeleteGroups(group_ids=("g",)))
     assert isinstance(deleted, DeleteGroupsResult) and deleted.results == (("g", ErrorCode.NONE),)
+
+
+def test_consumer_group_describe_says_what_a_group_is_not_as_kafka_does(c: Coordinator) -> None:
+    """Kafka's GroupMetadataManager.consumerGroupDescribe: a classic group is not a consumer
+    group; a group that does not exist is not found."""
+    offsets = (CommittedOffset(topic="t", partition=0, offset=5, leader_epoch=-1, metadata=""),)
+    commit = OffsetCommit(
+        group_id="classic", generation_id=-1, member_id="", group_instance_id=None, offsets=offsets
+    )
+    assert c.request(commit) == OffsetCommitResult(
+        errors=(("t", 0, ErrorCode.NONE),)
+    )  # an Empty classic group
+    assert c.describe("classic") == DescribedConsumerGroup(
+        group_id="classic",
+        error=ErrorCode.GROUP_ID_NOT_FOUND,
+        message="Group classic is not a consumer group.",
+    )
+    assert c.describe("nope") == DescribedConsumerGroup(
+        group_id="nope", error=ErrorCode.GROUP_ID_NOT_FOUND, message="Group nope not found."
+    )
+
+
+def test_offset_delete_keeps_what_a_consumer_groups_members_subscribe_to(c: Coordinator) -> None:
+    """Kafka's OffsetMetadataManager.deleteOffsets on a consumer group: the offsets of topics a
+    member subscribes to, by name or by regex, stay (GROUP_SUBSCRIBED_TO_TOPIC), the others go.
+    An empty group's all go, and the group with them at the next retention check."""
+    c.create({"u": 1, "v": 1})
+    c.heartbeat("a", 0, subscribed_topic_names=("t", "not-yet"))
+    c.heartbeat("b", 0, subscribed_topic_regex="u")
+    offsets = tuple(
+        CommittedOffset(topic=name, partition=0, offset=5, leader_epoch=-1, metadata="") for name in "tuv"
+    )
+    commit = OffsetCommit(
+        group_id="g", generation_id=c.epoch("a"), member_id="a", group_instance_id=None, offsets=offsets
+    )
+    assert isinstance(c.request(commit), OffsetCommitResult)
+
+    def delete(*topics: str) -> OffsetDeleteResult:
+        result = c.request(OffsetDelete(group_id="g", partitions=tuple((name, 0) for name in topics)))
+        assert isinstance(result, OffsetDeleteResult)
+        return result
+
+    assert delete("t", "u", "v").partitions == (
+        ("t", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("u", 0, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("v", 0, ErrorCode.NONE),
+    )
+    c.heartbeat("a", -1)
+    c.heartbeat("b", -1)
+    assert delete("t", "u").partitions == (("t", 0, ErrorCode.NONE), ("u", 0, ErrorCode.NONE))
+    assert c.describe().state == "Empty"  # type: ignore[attr-defined]
+    c.advance(CONFIG.offsets_retention_check_interval_ms)
+    assert c.describe().error is ErrorCode.GROUP_ID_NOT_FOUND  # type: ignore[attr-defined]
+    assert delete("t") == OffsetDeleteResult(error=ErrorCode.GROUP_ID_NOT_FOUND)
 
 
 # --- a model of the members against the reconciliation rules -----------------------------

@@ -2,16 +2,18 @@
 
 Java ``KafkaConsumer`` members (tests/server/JavaMember.java, Kafka 4.3.1, classic protocol) share
 groups with kafka-python and librdkafka members, each a real process; ``kafka-consumer-groups``
-(Kafka's ``ConsumerGroupCommand``) lists, describes and deletes the groups, and the tests read
-what it prints.
+(Kafka's ``ConsumerGroupCommand``) lists, describes and deletes the groups and their offsets, and
+the tests read what it prints.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka.admin import KafkaAdminClient
 from kafka_tools import consumer_groups, probe_commit, raw_group, table
 from member_processes import (
     MemberProcess,
@@ -252,9 +254,19 @@ def test_kafka_consumer_groups_lists_describes_and_deletes_groups(
     assert (row["STATE"], row["#MEMBERS"]) == ("Empty", "0"), state
     empty = consumer_groups(bootstrap, "--describe", "--group", group, "--members")
     assert f"Consumer group '{group}' has no active members." in empty.output, empty
-    # OffsetDelete is not offered: the client says so for each partition and sends nothing.
-    kept = consumer_groups(bootstrap, "--delete-offsets", "--group", group, "--topic", "events")
-    assert kept.output.count("The node does not support OFFSET_DELETE") == PARTITIONS, kept
+    # --delete-offsets (OffsetDelete) of one partition the Java member committed, and of one that
+    # does not exist: the first goes, the others stay, the second is refused.
+    first, *others = sorted(committed_partitions(bootstrap, group))
+    assert others, "the Java member committed fewer partitions than it owned"
+    forgot = consumer_groups(
+        bootstrap, "--delete-offsets", "--group", group, "--topic", f"events:{first}", "--topic", "events:99"
+    )
+    assert forgot.returncode == 0, forgot
+    assert re.search(rf"^events +{first} +Successful *$", forgot.stdout, re.MULTILINE), forgot
+    assert re.search(
+        r"^events +99 +Error: .*UnknownTopicOrPartitionException", forgot.stdout, re.MULTILINE
+    ), forgot
+    assert committed_partitions(bootstrap, group) == set(others)
 
     deleted = consumer_groups(bootstrap, "--delete", "--group", group)
     assert f"Deletion of requested consumer groups ('{group}') was successful." in deleted.output, deleted
@@ -263,6 +275,16 @@ def test_kafka_consumer_groups_lists_describes_and_deletes_groups(
     assert gone.stdout.split() == [], gone
     missing = consumer_groups(bootstrap, "--describe", "--group", group, "--state")
     assert f"Consumer group '{group}' does not exist." in missing.output, missing
+
+
+def committed_partitions(bootstrap: str, group: str) -> set[int]:
+    """The partitions of ``events`` with a committed offset in ``group`` (kafka-python's admin)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        offsets = admin.list_group_offsets({group: None})[group]
+    finally:
+        admin.close()
+    return {tp.partition for tp, meta in offsets.items() if tp.topic == "events" and meta.offset >= 0}
 
 
 def stable_state(bootstrap: str, group: str) -> dict[str, str] | None:

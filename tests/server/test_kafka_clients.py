@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
+import kafka.errors
 import pytest
-from kafka import KafkaAdminClient, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.protocol.consumer.group import (
     JoinGroupRequest,
     JoinGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
 )
+from kafka.structs import OffsetAndMetadata
 from member_processes import (
     MemberProcess,
     MembershipRecorder,
@@ -303,6 +306,42 @@ def committed_offline(data_dir: str) -> dict[TopicPartition, int]:
     finally:
         store.close()
     return {TopicPartition(o.topic, o.partition): o.offset for group, o in offsets if group == "g"}
+
+
+def test_kafka_pythons_admin_client_deletes_offsets_durably(tmp_path: Path) -> None:
+    """kafka-python's ``KafkaAdminClient.delete_group_offsets`` (OffsetDelete): while a consumer
+    reads ``events``, its offsets stay (GROUP_SUBSCRIBED_TO_TOPIC) and another topic's go; once
+    the group is Empty, any go; a group that does not exist is refused. What is deleted is gone
+    from the data directory."""
+    config = CoordinatorConfig(initial_rebalance_delay_ms=0)
+    events, other = [TopicPartition("events", p) for p in range(2)], TopicPartition("other", 0)
+    with EmbeddedCoordinator(
+        topics={"events": 2, "other": 1}, config=config, data_dir=tmp_path
+    ) as coordinator:
+        consumer = KafkaConsumer("events", bootstrap_servers=coordinator.bootstrap_servers, group_id="g")
+        admin = KafkaAdminClient(bootstrap_servers=coordinator.bootstrap_servers)
+        try:
+
+            def joined() -> bool:
+                # A long poll: one that gives up mid-join hits kafka-python 3.0.12's join stall.
+                consumer.poll(timeout_ms=2000)
+                return bool(consumer.assignment())
+
+            wait_for(joined, 30, "the consumer to join")
+            consumer.commit({tp: OffsetAndMetadata(7, "", -1) for tp in (*events, other)})
+            assert admin.delete_group_offsets("g", [events[0], other]) == {
+                events[0]: kafka.errors.GroupSubscribedToTopicError,
+                other: kafka.errors.NoError,
+            }
+            consumer.close()
+            assert admin.delete_group_offsets("g", [events[0]]) == {events[0]: kafka.errors.NoError}
+            with pytest.raises(kafka.errors.GroupIdNotFoundError):
+                admin.delete_group_offsets("nobody", [events[0]])
+            assert set(admin.list_group_offsets({"g": None})["g"]) == {events[1]}
+        finally:
+            consumer.close()
+            admin.close()
+    assert committed_offline(str(tmp_path)) == {events[1]: 7}
 
 
 # --- conformance with Kafka's group coordinator, with real clients (see test_differential.py) -----

@@ -18,9 +18,11 @@ from _group_driver import (
     Driver,
     protocols_for,
 )
+from coordinator_consumer._protocol import CLASSIC_PAYLOADS
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from kafka.protocol.consumer import ConsumerProtocolSubscription
 
 from coordinator_api import ConfigurationError, CoordinatorConfig
 from coordinator_api._protocol import ErrorCode
@@ -38,7 +40,9 @@ from coordinator_api.server._messages import (
     MemberSnapshot,
     OffsetCommit,
     OffsetCommitResult,
+    OffsetDeleteResult,
     OffsetsCommitted,
+    OffsetsDeleted,
     OffsetsExpired,
     SyncGroupResult,
     Topic,
@@ -1091,6 +1095,137 @@ def test_offset_metadata_over_the_limit_is_rejected() -> None:
     fetched = d.fetched([("t", 0), ("t", 1)])
     assert fetched["t", 0].metadata == "x" * 10
     assert fetched["t", 1].offset == -1
+
+
+# --- offset deletion (OffsetDelete) ------------------------------------------------------------------
+
+
+def subscribing_to(*topics: str) -> tuple[tuple[str, bytes], ...]:
+    """Range with Kafka's consumer-protocol metadata subscribing to ``topics``."""
+    return (
+        (
+            "range",
+            bytes(ConsumerProtocolSubscription(version=0, topics=list(topics), user_data=b"").encode()),
+        ),
+    )
+
+
+def test_offset_delete_of_a_group_that_does_not_exist_is_refused_as_a_whole() -> None:
+    d = offsets_driver()
+    d.writes.clear()
+    assert d.delete_offsets([("t", 0), ("nope", 0)], group="missing") == OffsetDeleteResult(
+        error=E.GROUP_ID_NOT_FOUND
+    )
+    assert d.delete_offsets([("t", 0)], group="") == OffsetDeleteResult(error=E.INVALID_GROUP_ID)
+    assert d.state("missing") is GroupState.DEAD  # asking made no group
+    assert d.writes == []
+
+
+def test_offset_delete_of_an_empty_group_is_stored_and_the_group_goes_at_the_next_retention_check(
+    tmp_path: Path,
+) -> None:
+    """Kafka's OffsetMetadataManager.deleteOffsets: unknown partitions first (KafkaApis answers
+    them before asking the coordinator), then each partition asked for, deleted. The group, left
+    with neither offsets nor members, goes at the next retention check, as Kafka's does."""
+    d = Driver(offsets_retention_check_interval_ms=100)
+    d.create_topics(("t", 2, 1), ("u", 1, 1))
+    d.commit("", -1, {("t", 0): 1, ("t", 1): 2, ("u", 0): 3})
+    deleted = d.delete_offsets([("t", 0), ("t", 5), ("nope", 0), ("u", 0), ("u", 0)])
+    assert deleted == OffsetDeleteResult(
+        error=E.NONE,
+        partitions=(
+            ("t", 5, E.UNKNOWN_TOPIC_OR_PARTITION),
+            ("nope", 0, E.UNKNOWN_TOPIC_OR_PARTITION),
+            ("t", 0, E.NONE),
+            ("u", 0, E.NONE),
+            ("u", 0, E.NONE),
+        ),
+    )
+    assert d.writes_of(OffsetsDeleted) == [OffsetsDeleted(group_id=GROUP, partitions=(("t", 0), ("u", 0)))]
+    assert [e.detail for e in d.events_of("offsets-deleted")] == ["2 committed offset(s) deleted"]
+    assert set(d.fetched()) == {("t", 1)}
+    store = SqliteStore(tmp_path)
+    store.apply(d.writes)
+    assert [(g, o.topic, o.partition) for g, o in store.load()[2]] == [(GROUP, "t", 1)]
+    stored = len(d.writes)
+
+    # Deleting what is not there deletes nothing, and is no error.
+    assert d.delete_offsets([("t", 0)]).partitions == (("t", 0, E.NONE),)
+    assert d.delete_offsets([("t", 1)]).partitions == (("t", 1, E.NONE),)
+    assert d.state() is GroupState.EMPTY  # no offsets, no members: kept until the check
+    d.advance(100)
+    assert d.state() is GroupState.DEAD
+    assert d.events_of("deleted")[-1].detail == "its offsets were deleted"
+    store.apply(d.writes[stored:])
+    _topics, groups, offsets = store.load()
+    store.close()
+    assert (groups, offsets) == ([], [])
+
+
+def test_an_emptied_group_that_gets_members_or_offsets_again_is_kept() -> None:
+    d = Driver(offsets_retention_check_interval_ms=100, initial_rebalance_delay_ms=0)
+    d.create_topics(("t", 2, 1))
+    for group in ("rejoined", "recommitted"):
+        d.commit("", -1, {("t", 0): 1}, group=group)
+        assert d.delete_offsets([("t", 0)], group=group).error is E.NONE
+    d.form_group(["a"], group="rejoined")
+    d.commit("", -1, {("t", 1): 2}, group="recommitted")
+    d.advance(100)
+    assert d.state("rejoined") is GroupState.STABLE
+    assert set(d.fetched(group="recommitted")) == {("t", 1)}
+    assert d.writes_of(GroupDeleted) == []
+
+
+def test_offset_delete_keeps_what_the_members_of_a_classic_consumer_group_subscribe_to() -> None:
+    """Kafka's ClassicGroup: a group with members of the consumer protocol keeps the offsets of
+    the topics they subscribe to (GROUP_SUBSCRIBED_TO_TOPIC); the others go."""
+    d = Driver(classic_payloads=CLASSIC_PAYLOADS, initial_rebalance_delay_ms=0)
+    d.create_topics(("t", 2, 1), ("u", 1, 1), ("v", 1, 1))
+    formed = d.form_group(["a", "b"], protocols={"a": subscribing_to("t"), "b": subscribing_to("t", "u")})
+    a = formed.ids["a"]
+    d.commit(a, formed.generation, {("t", 0): 1, ("u", 0): 2, ("v", 0): 3})
+    assert d.delete_offsets([("t", 0), ("u", 0), ("v", 0)]).partitions == (
+        ("t", 0, E.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("u", 0, E.GROUP_SUBSCRIBED_TO_TOPIC),
+        ("v", 0, E.NONE),
+    )
+    assert set(d.fetched()) == {("t", 0), ("u", 0)}
+    d.leave(formed.ids["b"])  # a rebalance: u is subscribed to until b's generation ends
+    assert d.state() is GroupState.PREPARING_REBALANCE
+    assert d.delete_offsets([("u", 0)]).partitions == (("u", 0, E.GROUP_SUBSCRIBED_TO_TOPIC),)
+    d.join(a, client="a", protocols=subscribing_to("t"))
+    assert d.state() is GroupState.COMPLETING_REBALANCE
+    assert d.delete_offsets([("u", 0)]).partitions == (("u", 0, E.NONE),)
+    d.leave(a)
+    assert d.state() is GroupState.EMPTY
+    assert d.delete_offsets([("t", 0)]).partitions == (("t", 0, E.NONE),)
+    assert d.fetched() == {}
+
+
+def test_offset_delete_keeps_everything_where_the_subscriptions_are_unknown() -> None:
+    """Kafka's ClassicGroup keeps every offset of a consumer-protocol group with members whose
+    subscriptions it does not know: metadata that does not read (here also: no plugin to read
+    it), or no generation yet."""
+    unreadable, no_plugin = Driver(classic_payloads=CLASSIC_PAYLOADS), Driver()
+    for d, protocols in ((unreadable, RANGE), (no_plugin, subscribing_to("t"))):
+        d.create_topics(("t", 2, 1))
+        formed = d.form_group(["a"], protocols={"a": protocols})
+        d.commit(formed.ids["a"], formed.generation, {("t", 1): 1})
+        assert d.delete_offsets([("t", 1)]).partitions == (("t", 1, E.GROUP_SUBSCRIBED_TO_TOPIC),)
+    first = Driver(classic_payloads=CLASSIC_PAYLOADS)  # its first rebalance waits 3 s for more
+    first.create_topics(("t", 2, 1))
+    first.commit("", -1, {("t", 1): 1})
+    assert first.join(first.new_member_id(client="a"), client="a", protocols=subscribing_to("u")) is None
+    assert first.state() is GroupState.PREPARING_REBALANCE
+    assert first.delete_offsets([("t", 1)]).partitions == (("t", 1, E.GROUP_SUBSCRIBED_TO_TOPIC),)
+
+
+def test_offset_delete_refuses_a_group_with_members_of_another_protocol_type() -> None:
+    d = Driver(initial_rebalance_delay_ms=0)
+    d.create_topics(("t", 2, 1))
+    joined = d.join("", client="a", protocol_type="shard", version_requires_known_id=False)
+    assert joined is not None and joined.error is E.NONE
+    assert d.delete_offsets([("t", 0), ("nope", 0)]) == OffsetDeleteResult(error=E.NON_EMPTY_GROUP)
 
 
 # --- administration ---------------------------------------------------------------------------------
