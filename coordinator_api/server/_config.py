@@ -8,6 +8,10 @@ from typing import Any
 from coordinator_api._errors import ConfigurationError
 from coordinator_api.server._acls import check_principal
 
+#: The most bytes asyncio's transports read from a socket at once (selector_events' and
+#: sslproto's max_size): how far past the request budget one read could take the server.
+READ_BYTES = 256 * 1024
+
 
 @dataclass(frozen=True, kw_only=True)
 class CoordinatorConfig:
@@ -25,6 +29,8 @@ class CoordinatorConfig:
         not yet seen join (KIP-394's MEMBER_ID_REQUIRED answers), each kept for its session;
         one more first join is answered GROUP_MAX_SIZE_REACHED. No Kafka counterpart (Kafka
         keeps any number): it bounds what a client asking for ids by the thousand can hold.
+        The price: while a client holds them, no new member can join that group until their
+        sessions end (Kafka would let it in); ACLs (READ on the group) decide who may ask.
     :param offset_metadata_max_bytes: ``offset.metadata.max.bytes``.
     :param offsets_retention_ms: ``offsets.retention.minutes`` (in ms; 7 days): how long a
         group's committed offsets outlive it (KIP-211). An Empty group's offsets expire this long
@@ -50,8 +56,13 @@ class CoordinatorConfig:
         read but not yet answered). Over it, connections holding more than
         ``small_request_bytes`` stop being read until it is under again, so a few clients
         sending huge requests cannot take the server's memory, while small requests (a
-        heartbeat) are still read. Kafka's default is unbounded; 256 MiB here.
-    :param small_request_bytes: how much a connection may always hold, whatever the budget.
+        heartbeat) are still read. Kafka's default is unbounded; 256 MiB here. Those
+        connections stop being read once one more read (asyncio reads at most 256 KiB at a
+        time) could take the total past the budget, so it is never passed; it must hold one
+        request of ``max_request_bytes`` and such a read.
+    :param small_request_bytes: how much a connection may always hold, whatever the budget: so
+        many connections each holding a little are bounded by ``max_connections_per_ip`` times
+        this per client address, not by the budget.
     :param max_connections_per_ip: ``max.connections.per.ip``: more connections from one
         client address are closed at once (Kafka's default is unbounded; 4,096 here).
     :param request_arrival_timeout_ms: a request whose first bytes have arrived must arrive
@@ -171,10 +182,11 @@ class CoordinatorConfig:
                 raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
         if self.max_request_bytes < 1024:
             raise ConfigurationError(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
-        if self.queued_max_request_bytes < self.max_request_bytes:
+        if self.queued_max_request_bytes < self.max_request_bytes + READ_BYTES:
             raise ConfigurationError(
-                "queued_max_request_bytes must be at least max_request_bytes (one request must fit), "
-                f"got {self.queued_max_request_bytes} < {self.max_request_bytes}"
+                "queued_max_request_bytes must be at least max_request_bytes + 262144 (one request "
+                "and one read of the next must fit), "
+                f"got {self.queued_max_request_bytes} < {self.max_request_bytes + READ_BYTES}"
             )
         if not 1024 <= self.small_request_bytes <= self.max_request_bytes:
             raise ConfigurationError(

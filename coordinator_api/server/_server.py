@@ -28,7 +28,7 @@ from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server import _wire
 from coordinator_api.server._acls import AclBinding, AclOperation, Authorizer, InvalidAclError, ResourceType
 from coordinator_api.server._authorization import Refused, Requester, authorize_request, offset_fetch
-from coordinator_api.server._config import CoordinatorConfig
+from coordinator_api.server._config import READ_BYTES, CoordinatorConfig
 from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
     CreateTopicsResult,
@@ -184,6 +184,7 @@ class CoordinatorServer:
         # connections not read for now because they hold a large share of them.
         self.held_request_bytes = 0
         self._over_budget: set[_Connection] = set()
+        self._large_holders: set[_Connection] = set()  # holding more than small_request_bytes
         # Each request parked in the state machine: its connection, its frame, and what puts the
         # parts the authorizer refused back into its result.
         self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None]] = {}
@@ -837,15 +838,22 @@ class CoordinatorServer:
         return self._per_address[conn.client_host] <= self.config.max_connections_per_ip
 
     def hold_request_bytes(self, conn: _Connection, delta: int) -> None:
-        """``conn`` holds ``delta`` more (or fewer) bytes of requests. Over the budget, a
-        connection holding more than ``small_request_bytes`` is not read; under it again,
-        those are read again."""
+        """``conn`` now holds ``conn.held_bytes``, ``delta`` more (or fewer) bytes of requests
+        than before. Once the total could pass the budget with one more read, every connection
+        holding more than ``small_request_bytes`` stops being read, so that the total stays
+        within it; under that again, they are read again."""
         self.held_request_bytes += delta
-        budget = self.config.queued_max_request_bytes
-        if self.held_request_bytes > budget and conn.held_bytes > self.config.small_request_bytes:
-            self._over_budget.add(conn)
-            conn.update_reading()
-        elif self.held_request_bytes <= budget and self._over_budget:
+        if conn.held_bytes > self.config.small_request_bytes:
+            self._large_holders.add(conn)
+        else:
+            self._large_holders.discard(conn)
+        # asyncio reads up to READ_BYTES at a time: that much must still fit.
+        if self.held_request_bytes > self.config.queued_max_request_bytes - READ_BYTES:
+            stopping = self._large_holders - self._over_budget
+            self._over_budget |= stopping
+            for other in stopping:
+                other.update_reading()
+        elif self._over_budget:
             waiting, self._over_budget = self._over_budget, set()
             for other in waiting:
                 other.update_reading()
@@ -859,8 +867,9 @@ class CoordinatorServer:
             if not self._per_address[conn.client_host]:
                 del self._per_address[conn.client_host]
         self._connections.discard(conn)
+        held, conn.held_bytes = conn.held_bytes, 0
+        self.hold_request_bytes(conn, -held)
         self._over_budget.discard(conn)
-        self.hold_request_bytes(conn, -conn.held_bytes)
         ref = conn.busy_ref
         if ref is not None and self._inflight.pop(ref, None) is not None:
             self._apply(self.state.abandon(ref, self._now_ms()))
@@ -913,6 +922,12 @@ class _Connection(asyncio.Protocol):
         # yet; a listener without SASL takes everyone as User:ANONYMOUS, as Kafka does).
         self.sasl: SaslExchange | None = None
         self.principal: str | None = None if listener.sasl is not None else "User:ANONYMOUS"
+        # Request quotas: the current request's handling time, while quotas are on; and, while a
+        # throttled client's delay runs (KIP-219), what ends it.
+        self.meter: _Meter | None = None
+        self.client_id_field: tuple[str, bytes] | None = None  # the last client id read, and its bytes
+        self._unmute: asyncio.TimerHandle | None = None
+        self._turn: asyncio.Handle | None = None  # the next request's turn, when more are queued
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -929,9 +944,10 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
-        if self._unmute is not None:
-            self._unmute.cancel()
-            self._unmute = None
+        for pending in (self._unmute, self._turn):
+            if pending is not None:
+                pending.cancel()
+        self._unmute = self._turn = None
         self._queue.clear()
         self._buffer.clear()
         self._server.connection_closed(self)
@@ -979,12 +995,6 @@ class _Connection(asyncio.Protocol):
         if delta:
             self._server.hold_request_bytes(self, delta)
 
-    # Request quotas: the current request's handling time, while quotas are on; and, while a
-    # throttled client's delay runs (KIP-219), what ends it.
-    meter: _Meter | None = None
-    client_id_field: tuple[str, bytes] | None = None  # the last client id read, and its bytes
-    _unmute: asyncio.TimerHandle | None = None
-
     def update_reading(self) -> None:
         """Read from the socket unless a request waits to be served (like a Kafka broker:
         pipelined requests stay in the socket, so a connection holds at most one request beyond
@@ -1006,20 +1016,26 @@ class _Connection(asyncio.Protocol):
             self._transport.resume_reading()
             self._reading_paused = False
 
+    def _can_serve(self) -> bool:
+        return bool(
+            self._queue
+            and self.busy_ref is None
+            and self._unmute is None
+            and not self._writing_paused
+            and self._transport is not None
+        )
+
     def _process(self) -> None:
-        # Re-entrant calls (a reply sent while routing a request) return here at once; the
-        # outer loop picks up the next request.
+        """Serve the next request read, unless one is parked, the client is throttled or its
+        answers are not being read. One request per turn of the event loop: a client that
+        pipelines many requests (one read may bring thousands) takes turns with every other
+        connection, as on a Kafka broker, instead of holding the loop until all are answered."""
+        # Re-entrant calls (a reply sent while routing a request) return here at once.
         if self._processing:
             return
         self._processing = True
         try:
-            while (
-                self._queue
-                and self.busy_ref is None
-                and self._unmute is None
-                and not self._writing_paused
-                and self._transport is not None
-            ):
+            if self._can_serve():
                 payload = self._queue.popleft()
                 self._count_held()
                 try:
@@ -1037,7 +1053,14 @@ class _Connection(asyncio.Protocol):
                     self._server.release(self.busy_ref)
         finally:
             self._processing = False
+        if self._turn is None and self._can_serve():
+            assert self._server._loop is not None
+            self._turn = self._server._loop.call_soon(self._next_turn)
         self.update_reading()
+
+    def _next_turn(self) -> None:
+        self._turn = None
+        self._process()
 
     def finish(self, frame: _wire.Frame, response: Any, throttle_ms: int | None = None) -> None:
         """Send the answer to the current request (a response, its encoding, or None for no

@@ -1445,3 +1445,29 @@ def test_clients_flooding_metadata_for_every_topic_do_not_stall_a_healthy_group(
         bystander.finish()
         answer = MetadataResponse.decode(recv_frame(flooders[0]), version=9, header=True)
         assert sum(len(t.partitions) for t in answer.topics) == 50_000 + 12
+
+
+def test_a_client_pipelining_thousands_of_requests_takes_turns_with_the_others() -> None:
+    # One request per connection per turn of the event loop, as a Kafka broker's selector: a
+    # client that pipelines 20,000 requests (one read brings 18,000 of them) must not be answered
+    # whole before another client's single request. Counted, not timed: when the other client
+    # has its answer, most of the pipelined answers are not even written yet (served all at once,
+    # at least the 18,000 of the first read would be).
+    pipelined = 20_000
+    with server() as (_, connect):
+        probe = connect()
+        probe.sendall(encode(ApiVersionsRequest(version=0), 1))
+        size = 4 + len(recv_frame(probe))  # every ApiVersions v0 answer is this long
+        greedy = connect()
+        greedy.sendall(b"".join(encode(ApiVersionsRequest(version=0), i) for i in range(pipelined)))
+        time.sleep(0.01)  # the greedy requests are read first
+        call(probe, ApiVersionsRequest(version=0), ApiVersionsResponse)
+        greedy.setblocking(False)
+        written = bytearray()
+        with contextlib.suppress(BlockingIOError):
+            while chunk := greedy.recv(1 << 20):
+                written += chunk
+        greedy.setblocking(True)
+        assert len(written) // size < pipelined // 2, len(written) // size
+        # ...and every one of them is answered in the end.
+        assert recv_exact(greedy, pipelined * size - len(written)) is not None
