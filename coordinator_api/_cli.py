@@ -1028,14 +1028,7 @@ def _add_groups_commands(commands: Any, anywhere: list[argparse.ArgumentParser])
         parents=[*anywhere, server],
     )
     reset.add_argument("group", help="the group whose offsets to reset")
-    reset.add_argument(
-        "--topic",
-        action="append",
-        required=True,
-        type=_partition_spec,
-        metavar="TOPIC[:P,P...]",
-        help="a topic, all its partitions or those listed (repeatable)",
-    )
+    _add_topic_partitions(reset)
     to = reset.add_mutually_exclusive_group(required=True)
     to.add_argument(
         "--to-earliest",
@@ -1069,14 +1062,7 @@ def _add_groups_commands(commands: Any, anywhere: list[argparse.ArgumentParser])
         parents=[*anywhere, server],
     )
     forget.add_argument("group", help="the group whose offsets to delete")
-    forget.add_argument(
-        "--topic",
-        action="append",
-        required=True,
-        type=_partition_spec,
-        metavar="TOPIC[:P,P...]",
-        help="a topic, all its partitions or those listed (repeatable)",
-    )
+    _add_topic_partitions(forget)
     forget.set_defaults(func=_groups_delete_offsets)
 
 
@@ -1132,6 +1118,18 @@ def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.Argument
     (subcommands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     chosen: argparse.ArgumentParser = subcommands.choices[name]
     return chosen
+
+
+def _add_topic_partitions(command: argparse.ArgumentParser) -> None:
+    """``--topic TOPIC[:P,P...]``, repeatable, of the commands that name partitions."""
+    command.add_argument(
+        "--topic",
+        action="append",
+        required=True,
+        type=_partition_spec,
+        metavar="TOPIC[:P,P...]",
+        help="a topic, all its partitions or those listed (repeatable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
