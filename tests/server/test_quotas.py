@@ -48,6 +48,7 @@ from kafka.protocol.consumer import (
     SyncGroupResponse,
 )
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kafka_tools import _recv
 
 HAMMER_TOPICS = 1000  # a Metadata request naming them all takes the server tens of ms
 
@@ -62,22 +63,12 @@ def metadata_request(topics: int) -> Any:
     )
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    data = bytearray()
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("the coordinator closed the connection")
-        data += chunk
-    return bytes(data)
-
-
 def call(sock: socket.socket, request: Any, response_cls: Any, client_id: str = "quota-test") -> Any:
     """One request and its answer, through kafka-python's message classes."""
     request.with_header(correlation_id=7, client_id=client_id)
     sock.sendall(bytes(request.encode(header=True, framed=True)))
-    size = int.from_bytes(recv_exact(sock, 4), "big")
-    return response_cls.decode(recv_exact(sock, size), version=request.API_VERSION, header=True)
+    size = int.from_bytes(_recv(sock, 4), "big")
+    return response_cls.decode(_recv(sock, size), version=request.API_VERSION, header=True)
 
 
 def hammer(bootstrap: str, client_id: str, seconds: float, connections: int) -> None:
@@ -99,8 +90,8 @@ def hammer(bootstrap: str, client_id: str, seconds: float, connections: int) -> 
                 data = bytes(request.encode(header=True, framed=True))
                 sent = time.monotonic()
                 sock.sendall(data)
-                size = int.from_bytes(recv_exact(sock, 4), "big")
-                body = recv_exact(sock, size)
+                size = int.from_bytes(_recv(sock, 4), "big")
+                body = _recv(sock, size)
                 arrived = time.monotonic()
                 answer = MetadataResponse.decode(body, version=12, header=True)
                 answers.append((index, sent, arrived, answer.throttle_time_ms))
