@@ -164,6 +164,9 @@ class _Member:
     # With the authorizer: which topics its regex may give it (its principal and host against
     # the ACLs in force), from its latest heartbeat.
     may_describe_topic: Callable[[str], bool] | None = None
+    # When its timer fires: the coordinator's one timer for it, at or before its earliest
+    # deadline (None: none is set).
+    timer_at: int | None = None
 
 
 def _every_topic(topic: str) -> bool:
@@ -432,10 +435,10 @@ class ConsumerGroups:
                     group.static[member.instance_id] = member.member_id
                 for partition in member.assigned | member.pending_revocation:
                     group.owners[partition] = member.member_id
-                self._schedule(member.session_deadline, group.group_id, member.member_id)
+                self._schedule(group.group_id, member)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     member.revocation_deadline = now_ms + member.rebalance_timeout_ms
-                    self._schedule(member.revocation_deadline, group.group_id, member.member_id)
+                    self._schedule(group.group_id, member)
             group.partition_counts = self._subscribed_partition_counts(group)
             self._groups[group.group_id] = group
 
@@ -585,7 +588,7 @@ class ConsumerGroups:
         updated.classic = updated.classic_deadline = None  # it speaks this protocol now
         self._update(group, before, updated, joined, owned, now_ms, events)
         updated.session_deadline = now_ms + self._session_timeout_ms
-        self._schedule(updated.session_deadline, group.group_id, member_id)
+        self._schedule(group.group_id, updated)
 
         full = req.member_epoch == JOIN_EPOCH or (
             req.rebalance_timeout_ms != -1
@@ -735,7 +738,9 @@ class ConsumerGroups:
             )
         )
         # Its epoch starts again from 0: the next reconciliation gives it what it may have.
-        return replace(holder, member_id=member_id, epoch=0, previous_epoch=0, classic_deadline=None)
+        return replace(
+            holder, member_id=member_id, epoch=0, previous_epoch=0, classic_deadline=None, timer_at=None
+        )
 
     @staticmethod
     def _check_epoch(member: _Member, received: int, owned: frozenset[TopicPartition] | None) -> None:
@@ -854,7 +859,7 @@ class ConsumerGroups:
         for partition in member.assigned:
             group.owners[partition] = member.member_id
         member.session_deadline = now_ms + self._session_timeout(member)
-        self._schedule(member.session_deadline, group.group_id, member.member_id)
+        self._schedule(group.group_id, member)
 
     def downgradable(self, group_id: str) -> tuple[int, list[MemberSnapshot]] | None:
         """If every member of ``group_id`` speaks the classic protocol (the last member of the
@@ -959,7 +964,7 @@ class ConsumerGroups:
         self._update(group, _subscription_of(old), updated, joined, owned, now_ms, events)
         # It must sync within its rebalance timeout, and heartbeat within its session.
         updated.classic_deadline = now_ms + req.rebalance_timeout_ms
-        self._schedule(updated.classic_deadline, group.group_id, member_id)
+        self._schedule(group.group_id, updated)
         self._touch(group, updated, now_ms)
         return JoinGroupResult(
             error=ErrorCode.NONE,
@@ -1108,11 +1113,11 @@ class ConsumerGroups:
         """A classic member told to rejoin has its rebalance timeout to do so."""
         if member.classic_deadline is None:
             member.classic_deadline = now_ms + member.rebalance_timeout_ms
-            self._schedule(member.classic_deadline, group.group_id, member.member_id)
+            self._schedule(group.group_id, member)
 
     def _touch(self, group: _Group, member: _Member, now_ms: int) -> None:
         member.session_deadline = now_ms + self._session_timeout(member)
-        self._schedule(member.session_deadline, group.group_id, member.member_id)
+        self._schedule(group.group_id, member)
 
     # --- held heartbeats ---------------------------------------------------------------------
 
@@ -1224,11 +1229,12 @@ class ConsumerGroups:
         """Remove the members whose session or revocation deadline has passed."""
         events: list[MembershipEvent] = []
         while self._timers and self._timers[0][0] <= now_ms:
-            _, _, group_id, member_id = heapq.heappop(self._timers)
+            due, _, group_id, member_id = heapq.heappop(self._timers)
             group = self._groups.get(group_id)
             member = group.members.get(member_id) if group else None
-            if group is None or member is None:
-                continue
+            if group is None or member is None or member.timer_at != due:
+                continue  # gone, or a timer since replaced by an earlier one
+            member.timer_at = None
             if member.session_deadline <= now_ms:
                 self._remove(group, member, events, kind="expired", detail="session timed out")
             elif member.revocation_deadline is not None and member.revocation_deadline <= now_ms:
@@ -1247,15 +1253,28 @@ class ConsumerGroups:
                     kind="expired",
                     detail="classic member did not rejoin or sync within its rebalance timeout",
                 )
+            else:
+                self._schedule(group.group_id, member)  # its deadlines moved on since
         return events
 
     def _session_timeout(self, member: _Member) -> int:
         """A classic member's session is its own; the coordinator sets everyone else's."""
         return member.classic.session_timeout_ms if member.classic is not None else self._session_timeout_ms
 
-    def _schedule(self, deadline: int, group_id: str, member_id: str) -> None:
+    def _schedule(self, group_id: str, member: _Member) -> None:
+        """Make sure ``member``'s timer fires by its earliest deadline. A member has one timer:
+        a heartbeat only moves its session deadline later, and the timer, when it fires early,
+        is set again for the deadlines then (as Kafka's coordinator reschedules a member's
+        session timer), so that a heartbeat costs no timer and the timers stay one per member."""
+        due = member.session_deadline
+        for deadline in (member.revocation_deadline, member.classic_deadline):
+            if deadline is not None and deadline < due:
+                due = deadline
+        if member.timer_at is not None and member.timer_at <= due:
+            return
+        member.timer_at = due
         self._timer_seq += 1
-        heapq.heappush(self._timers, (deadline, self._timer_seq, group_id, member_id))
+        heapq.heappush(self._timers, (due, self._timer_seq, group_id, member.member_id))
 
     # --- assignment -------------------------------------------------------------------------
 
@@ -1346,7 +1365,7 @@ class ConsumerGroups:
             member.assigned, member.pending_revocation = keep, revoke
             if member.revocation_deadline is None:  # a new revocation: a whole rebalance timeout
                 member.revocation_deadline = now_ms + member.rebalance_timeout_ms
-                self._schedule(member.revocation_deadline, group.group_id, member.member_id)
+                self._schedule(group.group_id, member)
         else:
             self._release(group, member, revoke)
             member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE

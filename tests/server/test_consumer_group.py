@@ -259,6 +259,28 @@ def test_a_member_that_stops_heartbeating_is_expired_after_the_session(c: Coordi
     assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
 
 
+def test_heartbeats_keep_one_timer_per_member_and_its_session_counts_from_the_last(c: Coordinator) -> None:
+    # A heartbeat moves its member's session deadline; it must not add a timer each time (at
+    # 30,000 heartbeats a second and a 45 s session that would be a million timers).
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # told to revoke 3, 4, 5
+    assert c.heartbeat("a", 1, t(0, 1, 2)).member_epoch == 2
+    assert c.names(c.heartbeat("b", 2)) == t(3, 4, 5)
+    for _ in range(1000):
+        c.advance(INTERVAL_MS)
+        assert c.heartbeat("a", 2).error is ErrorCode.NONE
+        assert c.heartbeat("b", 2, t(3, 4, 5)).error is ErrorCode.NONE
+    assert len(c.state._consumer_groups._timers) <= 2
+    c.advance(SESSION_MS - 1)
+    assert c.heartbeat("b", 2).error is ErrorCode.NONE
+    c.advance(1)  # a's session has passed, b's has not
+    assert c.heartbeat("a", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.names(c.heartbeat("b", 2)) == t(0, 1, 2, 3, 4, 5)
+    c.advance(SESSION_MS)
+    assert c.heartbeat("b", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
