@@ -55,7 +55,9 @@ log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger("coordinator_api.server.membership")
 
 
-_API_KEY_VALUES = frozenset(ApiKey)
+# Each api key served, by its number: the key and how it is served.
+_SERVED = {int(key): (key, api) for key, api in _wire.API_KEYS.items()}
+_SIZE = struct.Struct(">i")  # of every request, before it
 # What a connection may send before it has authenticated, on a listener with SASL.
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 # Kafka's answers to the ACL APIs on a broker without an authorizer, and to a client without
@@ -455,10 +457,10 @@ class CoordinatorServer:
 
     def _route_frame(self, conn: _Connection, payload: bytes) -> None:
         frame = _wire.peek_frame(payload)
-        key = ApiKey(frame.api_key) if frame.api_key in _API_KEY_VALUES else None
-        api = _wire.API_KEYS.get(key) if key is not None else None
-        if key is None or api is None:
+        served = _SERVED.get(frame.api_key)
+        if served is None:
             raise _wire.MalformedRequest(f"unknown api key {frame.api_key}")
+        key, api = served
         if not api.min_version <= frame.api_version <= api.max_version:
             if key is ApiKey.API_VERSIONS:
                 # KIP-511: answer with v0 and our versions, so the client can retry with one.
@@ -966,28 +968,29 @@ class _Connection(asyncio.Protocol):
         self._process()
 
     def data_received(self, data: bytes) -> None:
-        self.last_activity_ms = self._server._now_ms()
-        self._buffer += data
+        self.last_activity_ms = now = self._server._now_ms()
+        buffer = self._buffer
+        buffer += data
         limit = self._server.config.max_request_bytes
         if self.frame_started_ms is None:
-            self.frame_started_ms = self.last_activity_ms
-        while len(self._buffer) >= 4:
-            (size,) = struct.unpack_from(">i", self._buffer)
+            self.frame_started_ms = now
+        while len(buffer) >= 4:
+            (size,) = _SIZE.unpack_from(buffer)
             if size <= 0 or size > limit:
                 self.close(f"request size {size} is outside 1..{limit} bytes")
                 return
-            if len(self._buffer) < 4 + size:
+            if len(buffer) < 4 + size:
                 break
-            self._queue.append(bytes(self._buffer[4 : 4 + size]))
-            del self._buffer[: 4 + size]
+            self._queue.append(bytes(buffer[4 : 4 + size]))
+            del buffer[: 4 + size]
             # The next request, if any of it is here, starts arriving now.
-            self.frame_started_ms = self.last_activity_ms if self._buffer else None
-        self._count_held()
+            self.frame_started_ms = now if buffer else None
         if self._queue and self.busy_ref is not None:
             # A held heartbeat must not delay what the client sends next.
             self._server.release(self.busy_ref)
+        # Served at once, a request is never counted in the budget: only what stays is.
         self._process()
-        self.update_reading()
+        self._count_held()
 
     def _count_held(self) -> None:
         held = len(self._buffer) + sum(map(len, self._queue))

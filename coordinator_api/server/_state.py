@@ -432,7 +432,11 @@ class GroupCoordinator:
         """Take one request. Its result is among the returned replies, or, for a JoinGroup or
         SyncGroup that must wait for the rest of the group, in the effects of a later call."""
         fx = Effects()
-        if isinstance(request, (SyncGroup, Heartbeat, LeaveGroup)) and self._is_consumer_group(
+        if isinstance(request, ConsumerGroupHeartbeat):  # the most frequent request, first
+            result = self._consumer_group_heartbeat(request, now_ms, fx)
+            if not self._hold_group_heartbeat(ref, request, result, now_ms):
+                fx.replies.append((ref, result))
+        elif isinstance(request, (SyncGroup, Heartbeat, LeaveGroup)) and self._is_consumer_group(
             request.group_id
         ):
             fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
@@ -463,10 +467,6 @@ class GroupCoordinator:
             fx.replies.append((ref, self._describe_groups(request)))
         elif isinstance(request, DeleteGroups):
             fx.replies.append((ref, self._delete_groups(request, fx)))
-        elif isinstance(request, ConsumerGroupHeartbeat):
-            result = self._consumer_group_heartbeat(request, now_ms, fx)
-            if not self._hold_group_heartbeat(ref, request, result, now_ms):
-                fx.replies.append((ref, result))
         elif isinstance(request, ConsumerGroupDescribe):
             describe = (
                 self._consumer_groups.describe if request.any_protocol_type else self._describe_consumer_group
@@ -714,10 +714,10 @@ class GroupCoordinator:
 
     def next_deadline(self) -> int | None:
         """The earliest time at which :meth:`expire` may have work, or None."""
-        deadlines = [d for d in (self._consumer_groups.next_deadline(),) if d is not None]
-        if self._timers:
-            deadlines.append(self._timers[0][0])
-        return min(deadlines, default=None)
+        deadline = self._consumer_groups.next_deadline()
+        if self._timers and (deadline is None or self._timers[0][0] < deadline):
+            deadline = self._timers[0][0]
+        return deadline
 
     def expire(self, now_ms: int) -> Effects:
         """Fire every timer due at ``now_ms``: sessions, pending members, rebalance phases."""

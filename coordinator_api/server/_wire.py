@@ -12,7 +12,7 @@ import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka.protocol.admin import (
     AlterClientQuotasRequest,
@@ -140,8 +140,7 @@ class MalformedRequest(Exception):
     """The bytes are not a request this server can read; the connection must close."""
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """The fixed start of every request: enough to route it or to reject it."""
 
     api_key: int
@@ -149,11 +148,13 @@ class Frame:
     correlation_id: int
 
 
+_FRAME = struct.Struct(">hhi")
+
+
 def peek_frame(payload: bytes) -> Frame:
     if len(payload) < 8:
         raise MalformedRequest(f"a request of {len(payload)} bytes is shorter than its header")
-    api_key, api_version, correlation_id = struct.unpack_from(">hhi", payload)
-    return Frame(api_key, api_version, correlation_id)
+    return Frame._make(_FRAME.unpack_from(payload))
 
 
 def decode(frame: Frame, payload: bytes) -> Any:
