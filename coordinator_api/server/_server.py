@@ -197,6 +197,7 @@ class CoordinatorServer:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline: int | None = None
         self._idle_task: asyncio.Task[None] | None = None
+        self._answers: list[tuple[asyncio.Transport, bytes]] = []  # this turn's, not yet sent
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -828,6 +829,23 @@ class CoordinatorServer:
                 results.append((user, ErrorCode.RESOURCE_NOT_FOUND, missing, []))
         return _wire.describe_user_scram_credentials_response(v, ErrorCode.NONE, None, results)
 
+    def send(self, transport: asyncio.Transport, answer: bytes) -> None:
+        """Send an answer after this turn of the event loop, with every other answer of the
+        turn, as a Kafka broker's network thread writes the responses of one poll together
+        (and librdkafka's mock those of one poll at the next): a client waiting for many
+        answers, on many connections, then wakes up once for them instead of once each."""
+        self._answers.append((transport, answer))
+        if len(self._answers) == 1:
+            assert self._loop is not None
+            self._loop.call_soon(self.send_answers)
+
+    def send_answers(self) -> None:
+        """Write every answer waiting to be sent, in the order they were given."""
+        answers, self._answers = self._answers, []
+        for transport, answer in answers:
+            if not transport.is_closing():
+                transport.write(answer)
+
     def release(self, ref: int) -> None:
         """The client of a request held in the state machine sent another one."""
         if ref in self._inflight:
@@ -958,6 +976,7 @@ class _Connection(asyncio.Protocol):
     def close(self, reason: str) -> None:
         if self._transport is not None:
             log.info("closing connection from %s: %s", self.client_host, reason)
+            self._server.send_answers()  # what it was answered goes out before it closes
             self._transport.close()
 
     def pause_writing(self) -> None:
@@ -1092,7 +1111,7 @@ class _Connection(asyncio.Protocol):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("response to %s: %r", self.client_host, response)
             data = response if isinstance(response, bytes) else _wire.encode(frame, response)
-            self._transport.write(data)
+            self._server.send(self._transport, data)
         if throttle_ms:
             self._mute(throttle_ms)
         self._process()
