@@ -448,6 +448,9 @@ class ConsumerGroups:
         self, req: ConsumerGroupHeartbeat, now_ms: int
     ) -> tuple[ConsumerGroupHeartbeatResult, list[MembershipEvent]]:
         """Handle one ConsumerGroupHeartbeat; returns the answer and what changed."""
+        renewed = self._renew_session(req, now_ms)
+        if renewed is not None:
+            return renewed, []
         events: list[MembershipEvent] = []
         try:
             self._validate(req)
@@ -471,6 +474,32 @@ class ConsumerGroups:
                 ),
                 events,
             )
+
+    def _renew_session(self, req: ConsumerGroupHeartbeat, now_ms: int) -> ConsumerGroupHeartbeatResult | None:
+        """The answer to a steady heartbeat (:attr:`~ConsumerGroupHeartbeat.renews_only`) of a
+        member that is stable at its group's epoch, in a group whose target is up to date and
+        whose topics have not changed: the rules below would only renew its session and answer
+        with its epoch, which this does without running them. None for any other heartbeat."""
+        if not req.renews_only:
+            return None
+        group = self._groups.get(req.group_id)
+        if group is None or group.protocol_type != req.protocol_type:
+            return None
+        member = group.members.get(req.member_id)
+        if (
+            member is None
+            or member.epoch != req.member_epoch
+            or member.state is not MemberState.STABLE
+            or member.classic is not None
+            or member.epoch != group.assignment_epoch
+            or group.group_epoch != group.assignment_epoch
+            or (group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics))
+        ):
+            return None
+        member.client_id, member.client_host = req.client_id, req.client_host
+        member.session_deadline = now_ms + self._session_timeout_ms
+        self._schedule(group.group_id, member)
+        return self._answer(group, member, full=False, changed=False)
 
     def _validate(self, req: ConsumerGroupHeartbeat) -> None:
         def invalid(message: str) -> _Refused:

@@ -7,6 +7,7 @@ dataclasses and encodes the results back; the state machine never sees a wire ve
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -341,6 +342,25 @@ class ConsumerGroupHeartbeat:
     # With the authorizer on: whether the member may describe a topic. A topic its regex matches
     # is subscribed only if so (Kafka's coordinator filters regex topics by Topic DESCRIBE).
     may_describe_topic: Callable[[str], bool] | None = None
+
+    @functools.cached_property
+    def renews_only(self) -> bool:
+        """Whether the heartbeat says nothing but which member sends it, at which epoch: a
+        member's steady heartbeat, which at most renews its session."""
+        return (
+            self.member_epoch > 0
+            and self.instance_id is None
+            and self.rack_id is None
+            and self.rebalance_timeout_ms == -1
+            and self.subscribed_topic_names is None
+            and self.subscribed_topic_regex is None
+            and self.server_assignor is None
+            and self.owned is None
+            and self.resources is None
+            and self.metadata is None
+            and not self.list_owners
+            and self.may_describe_topic is None
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -553,6 +553,7 @@ class Member:
         self.member_id = member_id
         self.epoch = 0
         self.owned: set[tuple[str, int]] = set()
+        self.reported: set[tuple[str, int]] | None = None  # what it last told the coordinator it owns
         self.joined = False
 
 
@@ -562,35 +563,59 @@ class Reconciliation(RuleBasedStateMachine):
     A member the coordinator expires or fences while it is silent is taken to have stopped
     consuming by then (the member runtime's lease: it stops acting on its assignment before its
     session can have run out), so its partitions are dropped at that moment.
+
+    Members report what they own in every heartbeat, or, as Kafka's consumers do, only when it
+    changed since they last reported it. Every request also goes to a second coordinator that
+    never takes the shortcut for steady heartbeats (``_renew_session``): both must answer alike.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.c = Coordinator({"t": 6, "u": 3})
+        self.without_shortcut: Coordinator | None = Coordinator({"t": 6, "u": 3})
+        self.without_shortcut.state._consumer_groups._renew_session = lambda req, now_ms: None  # type: ignore[method-assign]
         self.members: dict[str, Member] = {}
         self.crashed: list[Member] = []  # processes gone; the coordinator has not noticed yet
 
-    def _beat(self, member: Member) -> None:
-        result = self.c.heartbeat(
-            member.member_id,
-            member.epoch,
-            None if member.epoch == 0 else member.owned,
-            subscribed_topic_names=("t", "u") if member.epoch == 0 else None,
-        )
+    def _both(
+        self, member_id: str, epoch: int, owned: set[tuple[str, int]] | None
+    ) -> ConsumerGroupHeartbeatResult:
+        topics = ("t", "u") if epoch == 0 else None
+        result = self.c.heartbeat(member_id, epoch, owned, subscribed_topic_names=topics)
+        if self.without_shortcut is None:
+            return result
+        other = self.without_shortcut.heartbeat(member_id, epoch, owned, subscribed_topic_names=topics)
+        seen = (result.error, result.member_epoch, result.heartbeat_interval_ms, self.c.names(result))
+        assert seen == (
+            other.error,
+            other.member_epoch,
+            other.heartbeat_interval_ms,
+            self.without_shortcut.names(other),
+        ), (result, other)
+        return result
+
+    def _beat(self, member: Member, report_changes_only: bool = False) -> None:
+        owned: set[tuple[str, int]] | None = None if member.epoch == 0 else member.owned
+        if report_changes_only and member.epoch > 0 and member.owned == member.reported:
+            owned = None  # unchanged since it last said
+        result = self._both(member.member_id, member.epoch, owned)
+        if owned is not None or member.epoch == 0:
+            member.reported = set(owned or ())
         if result.error is not ErrorCode.NONE:
             # Fenced or forgotten: the member stops consuming at once and joins again from nothing.
             assert result.error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), result
             member.owned, member.epoch, member.joined = set(), 0, False
+            member.reported = None
             return
         member.epoch, member.joined = result.member_epoch, True
         assigned = self.c.names(result)
         if assigned is not None:
             member.owned = assigned  # revoke what is gone, start what is new
 
-    @rule(name=st.sampled_from(["a", "b", "c", "d"]))
-    def heartbeat(self, name: str) -> None:
+    @rule(name=st.sampled_from(["a", "b", "c", "d"]), report_changes_only=st.booleans())
+    def heartbeat(self, name: str, report_changes_only: bool) -> None:
         member = self.members.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}"))
-        self._beat(member)
+        self._beat(member, report_changes_only)
 
     @precondition(lambda self: self.members)
     @rule(data=st.data())
@@ -599,7 +624,7 @@ class Reconciliation(RuleBasedStateMachine):
         member = self.members.pop(name)
         if member.joined:
             member.owned = set()  # revoked before leaving
-            assert self.c.heartbeat(member.member_id, -1).error is ErrorCode.NONE
+            assert self._both(member.member_id, -1, None).error is ErrorCode.NONE
 
     @precondition(lambda self: self.members)
     @rule(data=st.data())
@@ -608,9 +633,11 @@ class Reconciliation(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(sorted(self.members)))
         self.crashed.append(self.members.pop(name))
 
-    @rule(ms=st.sampled_from([INTERVAL_MS, REBALANCE_MS, SESSION_MS]))
+    @rule(ms=st.sampled_from([INTERVAL_MS, SESSION_MS // 2, REBALANCE_MS, SESSION_MS]))
     def time_passes(self, ms: int) -> None:
         self.c.advance(ms)
+        if self.without_shortcut is not None:
+            self.without_shortcut.advance(ms)
         groups = self.c.state._consumer_groups
         present = {m.member_id for m in groups.describe("g").members} if "g" in groups else set()
         for member in [*self.members.values(), *self.crashed]:
@@ -625,15 +652,30 @@ class Reconciliation(RuleBasedStateMachine):
     def everyone_heartbeats_until_settled(self) -> None:
         # Liveness: with every live member heartbeating and nobody stalled, the group settles
         # with every subscribed partition owned by exactly one member, each at the group epoch.
-        for _ in range(2 * len(self.members) + 4):
+        for round_ in range(2 * len(self.members) + 4):
             for member in list(self.members.values()):
-                self._beat(member)
+                self._beat(member, report_changes_only=round_ % 2 == 1)
         group = self.c.describe()
         assert isinstance(group, DescribedConsumerGroup)
         assert group.state == ConsumerGroupState.STABLE.value, group
         owned = sorted(p for m in self.members.values() for p in m.owned)
         assert owned == sorted({*(("t", p) for p in range(6)), *(("u", p) for p in range(3))}), owned
         assert {m.epoch for m in self.members.values()} == {group.group_epoch}, group
+
+    @invariant()
+    def the_shortcut_changes_nothing(self) -> None:
+        def seen(c: Coordinator) -> object:
+            if "g" not in c.state._consumer_groups:
+                return None
+            group = c.state._consumer_groups.describe("g")
+            members = sorted(
+                (m.member_id, m.member_epoch, sorted((n, p) for _, n, parts in m.assignment for p in parts))
+                for m in group.members
+            )
+            return group.state, group.group_epoch, group.assignment_epoch, members
+
+        if self.without_shortcut is not None:
+            assert seen(self.c) == seen(self.without_shortcut)
 
     @invariant()
     def no_partition_has_two_owners(self) -> None:

@@ -294,8 +294,9 @@ class ResourceReconciliation(Reconciliation):
     def __init__(self) -> None:
         super().__init__()
         self.c = Tasks()
+        self.without_shortcut = None  # the model's comparison is of consumer groups
 
-    def _beat(self, member: Member) -> None:
+    def _beat(self, member: Member, report_changes_only: bool = False) -> None:
         c = self.c
         assert isinstance(c, Tasks)
         joining = member.epoch == 0
