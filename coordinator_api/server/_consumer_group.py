@@ -167,6 +167,8 @@ class _Member:
     # When its timer fires: the coordinator's one timer for it, at or before its earliest
     # deadline (None: none is set).
     timer_at: int | None = None
+    # The answer to its latest plain heartbeat (_renew_session), given again while the same.
+    renewal: ConsumerGroupHeartbeatResult | None = None
 
 
 def _every_topic(topic: str) -> bool:
@@ -499,7 +501,10 @@ class ConsumerGroups:
         member.client_id, member.client_host = req.client_id, req.client_host
         member.session_deadline = now_ms + self._session_timeout_ms
         self._schedule(group.group_id, member)
-        return self._answer(group, member, full=False, changed=False)
+        renewal = member.renewal  # all it says is the member's id, its epoch and the interval
+        if renewal is None or renewal.member_epoch != member.epoch or renewal.member_id != member.member_id:
+            renewal = member.renewal = self._answer(group, member, full=False, changed=False)
+        return renewal
 
     def _validate(self, req: ConsumerGroupHeartbeat) -> None:
         def invalid(message: str) -> _Refused:

@@ -390,6 +390,7 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
     c.heartbeat("b", 0)
     c.heartbeat("a1", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")
     c.heartbeat("a1", 1, t(0, 1, 2), instance_id="node-a")
+    assert c.heartbeat("a1", 2).member_id == "a1"  # a plain heartbeat, only renewing its session
     epoch_before = c.state._consumer_groups.describe("g").group_epoch
     left = c.heartbeat("a1", -2, instance_id="node-a")
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
@@ -398,6 +399,8 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
     assert a.error is ErrorCode.NONE
     assert c.names(a) == t(0, 1, 2)
     assert c.state._consumer_groups.describe("g").group_epoch == epoch_before
+    renewed = c.heartbeat("a2", a.member_epoch)
+    assert (renewed.error, renewed.member_id, renewed.member_epoch) == (ErrorCode.NONE, "a2", a.member_epoch)
     # The old incarnation is fenced; another one while this one lives is refused.
     assert c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a").error is ErrorCode.FENCED_INSTANCE_ID
     assert c.heartbeat("a3", 0, instance_id="node-a").error is ErrorCode.UNRELEASED_INSTANCE_ID
