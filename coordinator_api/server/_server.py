@@ -829,7 +829,7 @@ class CoordinatorServer:
                 results.append((user, ErrorCode.RESOURCE_NOT_FOUND, missing, []))
         return _wire.describe_user_scram_credentials_response(v, ErrorCode.NONE, None, results)
 
-    def send(self, transport: asyncio.Transport, answer: bytes) -> None:
+    def send_after_turn(self, transport: asyncio.Transport, answer: bytes) -> None:
         """Send an answer after this turn of the event loop, with every other answer of the
         turn, as a Kafka broker's network thread writes the responses of one poll together
         (and librdkafka's mock those of one poll at the next): a client waiting for many
@@ -1111,7 +1111,7 @@ class _Connection(asyncio.Protocol):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("response to %s: %r", self.client_host, response)
             data = response if isinstance(response, bytes) else _wire.encode(frame, response)
-            self._server.send(self._transport, data)
+            self._server.send_after_turn(self._transport, data)
         if throttle_ms:
             self._mute(throttle_ms)
         self._process()
