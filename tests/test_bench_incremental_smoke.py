@@ -13,18 +13,13 @@ ever without an owner.
 from __future__ import annotations
 
 import json
-import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_runs import finite, run_bench
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "bench" / "bench_incremental.py"
 VARIANTS = ("ours", "kafka", "mock", "classic-held", "classic")
 MEMBERS = 4
 PARTITIONS = 20  # --quick: 5 partitions per member
@@ -32,12 +27,6 @@ PARTITIONS = 20  # --quick: 5 partitions per member
 # 5 members then, each with 4) leaves 4 that must move.
 LEAST_MOVED = {"scale-out": 4, "scale-in": 4}
 RATIO = re.compile(r"^(\d[\d.e+-]*x \((better|worse|same)\)|1x \(both 0\)|not supported)$")
-
-
-def _finite(value: Any) -> float:
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), value
-    assert math.isfinite(value), value
-    return float(value)
 
 
 def _check_trial(trial: dict[str, Any]) -> None:
@@ -54,9 +43,9 @@ def _check_trial(trial: dict[str, Any]) -> None:
     # The change moved at least what it must, and someone was without those partitions a while.
     assert trial["partitions_acquired"] >= LEAST_MOVED[scenario], trial
     assert trial["max_unowned"] >= LEAST_MOVED[scenario], trial
-    unowned = _finite(trial["unowned_partition_seconds"])
-    all_owned_ms = _finite(trial["all_owned_ms"])
-    stable_ms = _finite(trial["stable_ms"])
+    unowned = finite(trial["unowned_partition_seconds"])
+    all_owned_ms = finite(trial["all_owned_ms"])
+    stable_ms = finite(trial["stable_ms"])
     assert unowned > 0, trial
     assert 0 < all_owned_ms <= stable_ms < 60_000, trial
     # The integral cannot exceed the most partitions ever unowned times the time they could be.
@@ -71,18 +60,7 @@ def _check_trial(trial: dict[str, Any]) -> None:
 @pytest.mark.timeout(300)
 def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
     output = tmp_path / "incremental.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--output", str(output)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        env=env,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    done = run_bench("bench_incremental.py", "--quick", "--output", str(output), timeout_s=280)
     report = json.loads(output.read_text())
     assert report["config"]["quick"] is True
 
@@ -105,8 +83,8 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
     assert set(rates) == {"embedded", "mock", "kafka"}
     for kind, rate in rates.items():
         assert "failure" not in rate, (kind, rate)
-        assert _finite(rate["best_per_second"]) >= _finite(rate["median_per_second"]) > 0, rate
-        assert _finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
+        assert finite(rate["best_per_second"]) >= finite(rate["median_per_second"]) > 0, rate
+        assert finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
         assert all(run["errors"] == 0 and run["answered"] > 0 for run in rate["runs"]), rate
         assert rate["owned_exactly_once"] is True, rate
 
@@ -120,8 +98,8 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
         for trial in check["trials"]:
             assert trial["max_owners"] == 1 and trial["overlap_partition_seconds"] == 0, trial
             assert trial["owned_exactly_once"] is True, trial
-            assert _finite(trial["unowned_partition_seconds"]) > 0, trial
-            assert 0 < _finite(trial["all_owned_ms"]) < 60_000, trial
+            assert finite(trial["unowned_partition_seconds"]) > 0, trial
+            assert 0 < finite(trial["all_owned_ms"]) < 60_000, trial
         assert check["final_owned_exactly_once"] is True, check
 
     # The printed table: a figure for every variant in every row, and a ratio to each peer.

@@ -12,26 +12,15 @@ of them MEMBER_ID_REQUIRED than the configured ``max_pending_members``).
 from __future__ import annotations
 
 import json
-import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_runs import finite, run_bench
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "bench" / "bench_isolation.py"
 ATTACKS = ("A", "B", "C", "D")
 MiB = 1 << 20
-
-
-def _finite(value: Any) -> float:
-    assert isinstance(value, (int, float)) and not isinstance(value, bool), value
-    assert math.isfinite(value), value
-    return float(value)
 
 
 def _check_probe(window: dict[str, Any]) -> None:
@@ -41,7 +30,7 @@ def _check_probe(window: dict[str, Any]) -> None:
     assert window["unanswered"] == 0, window
     assert window["other_outcomes"] == {}, window
     assert window["rejoins"] == [], window
-    p50, p99, longest = (_finite(window[k]) for k in ("p50_ms", "p99_ms", "max_ms"))
+    p50, p99, longest = (finite(window[k]) for k in ("p50_ms", "p99_ms", "max_ms"))
     assert 0 < p50 <= p99 <= longest, window
     assert window["samples_with_correction"] >= window["sent"], window
 
@@ -49,18 +38,7 @@ def _check_probe(window: dict[str, Any]) -> None:
 @pytest.mark.timeout(90)
 def test_quick_benchmark_leaves_the_healthy_group_undisturbed(tmp_path: Path) -> None:
     output = tmp_path / "isolation.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--output", str(output)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=80,
-        env=env,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    done = run_bench("bench_isolation.py", "--quick", "--output", str(output), timeout_s=80)
     report = json.loads(output.read_text())
     config = report["config"]
     assert config["quick"] is True
@@ -78,12 +56,12 @@ def test_quick_benchmark_leaves_the_healthy_group_undisturbed(tmp_path: Path) ->
         assert healthy["rebalanced"] is False, (attack, healthy)
         assert healthy["callbacks"] == [], (attack, healthy)
         assert all(growth == 0 for growth in healthy["rebalance_cnt_growth"]), (attack, healthy)
-        assert _finite(run["baseline"]["rss_bytes"]) > 0, run
-        assert _finite(run["during"]["rss_peak_bytes"]) > 0, run
-        _finite(run["during"]["rss_growth_bytes"])
+        assert finite(run["baseline"]["rss_bytes"]) > 0, run
+        assert finite(run["during"]["rss_peak_bytes"]) > 0, run
+        finite(run["during"]["rss_growth_bytes"])
         assert run["budget_bytes"] == config["budget_mib"] * MiB, run
-        assert _finite(run["during"]["seconds"]) >= config["attack_seconds"] * 0.9, run
-        assert _finite(run["attacker"]["attacker_cpu_s"]) >= 0, run
+        assert finite(run["during"]["seconds"]) >= config["attack_seconds"] * 0.9, run
+        assert finite(run["attacker"]["attacker_cpu_s"]) >= 0, run
 
     # Each attack ran as described.
     a, b, c, d = (runs[k]["attacker"] for k in ATTACKS)

@@ -10,15 +10,10 @@ benchmark must say that etcd was not measured instead of failing.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "bench" / "bench_leader.py"
+from bench_runs import run_bench
 
 
 def _table_rows(stdout: str, label: str) -> list[list[str]]:
@@ -39,32 +34,21 @@ def _figures(cell: str) -> list[float]:
 @pytest.mark.timeout(200)
 def test_quick_benchmark_reports_coordinator_kafka_and_zookeeper(tmp_path: Path) -> None:
     output = tmp_path / "leader.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(SCRIPT),
-            # --quick's configuration with one trial instead of two: the suite's time is short.
-            "--sessions",
-            "2000",
-            "--heartbeat-divisors",
-            "3",
-            "--repeats",
-            "1",
-            "--etcd-binary",
-            str(tmp_path / "no-such-etcd"),
-            "--output",
-            str(output),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=190,
-        env=env,
-        cwd=REPO,
+    done = run_bench(
+        "bench_leader.py",
+        # --quick's configuration with one trial instead of two: the suite's time is short.
+        "--sessions",
+        "2000",
+        "--heartbeat-divisors",
+        "3",
+        "--repeats",
+        "1",
+        "--etcd-binary",
+        str(tmp_path / "no-such-etcd"),
+        "--output",
+        str(output),
+        timeout_s=190,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
 
     # One row per measured system, with graceful and crash figures; ours has ratios to Kafka and
     # ZooKeeper.

@@ -10,16 +10,12 @@ a member was killed the others re-formed without it, no sooner than its session 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_runs import run_bench
 
-REPO = Path(__file__).resolve().parent.parent
-SCRIPT = REPO / "bench" / "bench_coordinator.py"
 SERVERS = ("embedded", "mock", "kafka")
 PARTITIONS = 64
 REBALANCE_IN_PROGRESS = "27"
@@ -54,18 +50,7 @@ def _assert_sound_generation(check: dict[str, Any], generation: int, members: in
 @pytest.mark.timeout(150)
 def test_quick_benchmark_measures_all_three_servers(tmp_path: Path) -> None:
     output = tmp_path / "coordinator.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--output", str(output)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=140,
-        env=env,
-        cwd=REPO,
-    )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    done = run_bench("bench_coordinator.py", "--quick", "--output", str(output), timeout_s=140)
 
     # The printed table has a figure for every server in every row, and both ratios.
     joins = _table_rows(done.stdout, "time to stable generation")
