@@ -240,7 +240,12 @@ def test_the_coordinators_rule_keeps_the_holder_and_skips_members_it_cannot_read
 def test_on_kafka_the_election_falls_back_to_the_classic_protocol(
     kafka: KafkaCluster, terms: Terms, caplog: pytest.LogCaptureFixture
 ) -> None:
-    elections = [terms.election(kafka.bootstrap_servers, f"node-{i}", priority=i) for i in range(2)]
+    # With preferred_leader node-1 leads whichever member the broker lets in first (without it,
+    # a node-0 that joins alone first keeps the leadership, as the election rule wants).
+    elections = [
+        terms.election(kafka.bootstrap_servers, f"node-{i}", priority=i, preferred_leader=True)
+        for i in range(2)
+    ]
     try:
         with caplog.at_level(logging.WARNING, logger="coordinator_api.membership"):
             for election in elections:
