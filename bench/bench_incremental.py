@@ -1239,71 +1239,111 @@ async def dissolve(group: Group) -> None:
 # --- heartbeats per second ------------------------------------------------------------------------
 
 
-async def heartbeat_rate(
-    server: Server, label: str, topic: str, tid: uuid.UUID, args: argparse.Namespace
-) -> dict[str, Any]:
-    """M members of a stable group each send ConsumerGroupHeartbeat back to back for T seconds."""
-    variant = Variant(label, label, INCREMENTAL, server.kind)
-    size = args.heartbeat_members
-    group = Group(
-        group_id=f"inc-hb-{label}-{uuid.uuid4().hex[:8]}",
-        variant=variant,
-        address=server.address,
-        topic=topic,
-        topic_id=tid,
-        partitions=args.partitions_per_member * size,
-        interval_s=args.heartbeat_interval_ms / 1000,
-        session_ms=args.session_timeout_ms,
-        rebalance_timeout_ms=args.rebalance_timeout_ms,
-        ownership=Ownership(args.partitions_per_member * size),
-    )
-    runs: list[dict[str, Any]] = []
-    out: dict[str, Any] = {"server": label, "members": size, "runs": runs}
+class RateGroup:
+    """A stable group of ``--heartbeat-members`` on one server, and its heartbeat-rate runs."""
+
+    def __init__(
+        self, server: Server, label: str, topic: str, tid: uuid.UUID, args: argparse.Namespace
+    ) -> None:
+        size = args.heartbeat_members
+        self.server = server
+        self.label = label
+        self.group = Group(
+            group_id=f"inc-hb-{label}-{uuid.uuid4().hex[:8]}",
+            variant=Variant(label, label, INCREMENTAL, server.kind),
+            address=server.address,
+            topic=topic,
+            topic_id=tid,
+            partitions=args.partitions_per_member * size,
+            interval_s=args.heartbeat_interval_ms / 1000,
+            session_ms=args.session_timeout_ms,
+            rebalance_timeout_ms=args.rebalance_timeout_ms,
+            ownership=Ownership(args.partitions_per_member * size),
+        )
+        self.runs: list[dict[str, Any]] = []
+        self.out: dict[str, Any] = {"server": label, "members": size, "runs": self.runs}
+
+    async def run_once(self, args: argparse.Namespace) -> None:
+        """The members send ConsumerGroupHeartbeat back to back for ``--heartbeat-seconds``."""
+        members = [m for m in self.group.members if isinstance(m, IncrementalMember)]
+        for m in members:
+            await m.stop()
+        started_s = time.monotonic()
+        cpu = CpuWindow(self.server.pid)
+        answered, errors, workers_cpu_s = await blast_heartbeats(
+            self.server.address, self.group, members, args
+        )
+        figures = cpu.figures()
+        figures["loadgen_cpu_s"] += workers_cpu_s
+        figures["others_cores"] = max(0.0, figures["others_cores"] - workers_cpu_s / figures["wall_s"])
+        for m in members:
+            m.start(0.0)
+        per_second = answered / args.heartbeat_seconds
+        self.runs.append(
+            {
+                "started_s": started_s,
+                "answered": answered,
+                "errors": errors,
+                "per_second": per_second,
+                "server_cpu_us_per_heartbeat": figures["server_cpu_s"] / answered * 1e6 if answered else None,
+                **figures,
+            }
+        )
+        print(
+            f"  heartbeats {self.label:<6} {len(members)} members: {per_second:,.0f}/s, errors {errors}, "
+            f"server {figures['server_cpu_s'] / figures['wall_s']:.2f} cores, load generator "
+            f"{figures['loadgen_cpu_s'] / figures['wall_s']:.2f} cores, "
+            f"others {figures['others_cores']:.2f}",
+            flush=True,
+        )
+
+    def result(self) -> dict[str, Any]:
+        rates = [r["per_second"] for r in self.runs]
+        cpu_per = [
+            r["server_cpu_us_per_heartbeat"]
+            for r in self.runs
+            if r["server_cpu_us_per_heartbeat"] is not None
+        ]
+        self.out["best_per_second"] = max(rates) if rates else None
+        self.out["median_per_second"] = statistics.median(rates) if rates else None
+        self.out["median_server_cpu_us_per_heartbeat"] = statistics.median(cpu_per) if cpu_per else None
+        return self.out
+
+
+async def heartbeat_rates(
+    servers: list[tuple[str, Server, uuid.UUID]], topic: str, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """Each server's stable group of M members sends ConsumerGroupHeartbeat back to back for T
+    seconds, ``--heartbeat-repeats`` times; the servers take turns run by run (in an order that
+    rotates), so that a change in the machine's load weighs on every server alike."""
+    groups = [RateGroup(server, label, topic, tid, args) for label, server, tid in servers]
+    running: list[RateGroup] = []
     try:
-        await form_group(group, size, args.trial_timeout)
-        for _ in range(args.heartbeat_repeats):
-            members = [m for m in group.members if isinstance(m, IncrementalMember)]
-            for m in members:
-                await m.stop()
-            cpu = CpuWindow(server.pid)
-            answered, errors, workers_cpu_s = await blast_heartbeats(server.address, group, members, args)
-            figures = cpu.figures()
-            figures["loadgen_cpu_s"] += workers_cpu_s
-            figures["others_cores"] = max(0.0, figures["others_cores"] - workers_cpu_s / figures["wall_s"])
-            for m in members:
-                m.start(0.0)
-            per_second = answered / args.heartbeat_seconds
-            runs.append(
-                {
-                    "answered": answered,
-                    "errors": errors,
-                    "per_second": per_second,
-                    "server_cpu_us_per_heartbeat": figures["server_cpu_s"] / answered * 1e6
-                    if answered
-                    else None,
-                    **figures,
-                }
-            )
-            print(
-                f"  heartbeats {label:<6} {size} members: {per_second:,.0f}/s, errors {errors}, "
-                f"server {figures['server_cpu_s'] / figures['wall_s']:.2f} cores, load generator "
-                f"{figures['loadgen_cpu_s'] / figures['wall_s']:.2f} cores, "
-                f"others {figures['others_cores']:.2f}",
-                flush=True,
-            )
-            await asyncio.sleep(args.heartbeat_interval_ms / 1000)
-        out["owned_exactly_once"] = group.ownership.owned_exactly_once()
-    except BenchError as exc:
-        out["failure"] = str(exc)
-        print(f"  heartbeats {label}: FAILED: {exc}", flush=True)
+        for rg in groups:
+            try:
+                await form_group(rg.group, args.heartbeat_members, args.trial_timeout)
+                running.append(rg)
+            except BenchError as exc:
+                rg.out["failure"] = str(exc)
+                print(f"  heartbeats {rg.label}: FAILED: {exc}", flush=True)
+        for round_ in range(args.heartbeat_repeats):
+            shift = round_ % len(running) if running else 0
+            for rg in running[shift:] + running[:shift]:
+                if "failure" in rg.out:
+                    continue
+                try:
+                    await rg.run_once(args)
+                except BenchError as exc:
+                    rg.out["failure"] = str(exc)
+                    print(f"  heartbeats {rg.label}: FAILED: {exc}", flush=True)
+                await asyncio.sleep(args.heartbeat_interval_ms / 1000)
+        for rg in running:
+            if "failure" not in rg.out:
+                rg.out["owned_exactly_once"] = rg.group.ownership.owned_exactly_once()
     finally:
-        await dissolve(group)
-    rates = [r["per_second"] for r in runs]
-    cpu_per = [r["server_cpu_us_per_heartbeat"] for r in runs if r["server_cpu_us_per_heartbeat"] is not None]
-    out["best_per_second"] = max(rates) if rates else None
-    out["median_per_second"] = statistics.median(rates) if rates else None
-    out["median_server_cpu_us_per_heartbeat"] = statistics.median(cpu_per) if cpu_per else None
-    return out
+        for rg in groups:
+            await dissolve(rg.group)
+    return [rg.result() for rg in groups]
 
 
 async def blast_heartbeats(
@@ -1629,16 +1669,16 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
         report["heartbeat_rates"] = rates
         if args.heartbeat_members > 0:
             print(f"\nConsumerGroupHeartbeat back to back, {args.heartbeat_members} members", flush=True)
+            measured: list[tuple[str, Server, uuid.UUID]] = []
             for kind in args.heartbeat_servers:
                 # The embedded coordinator's rate is measured with heartbeats answered at once,
                 # as Kafka's broker and the mock answer them: a held one waits for news.
                 serving = EMBEDDED_AT_ONCE if kind == EMBEDDED else kind
-                server = servers[serving]
-                if not server.incremental:
+                if not servers[serving].incremental:
                     rates.append({"server": kind, "not_supported": True})
                     continue
-                tid = topic_ids[serving][HB_TOPIC]
-                rates.append(await heartbeat_rate(server, kind, HB_TOPIC, tid, args))
+                measured.append((kind, servers[serving], topic_ids[serving][HB_TOPIC]))
+            rates.extend(await heartbeat_rates(measured, HB_TOPIC, args))
         real: list[dict[str, Any]] = []
         report["real_clients"] = real
         if args.real_clients > 0:
@@ -2025,7 +2065,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.trial_timeout = 60.0
         args.heartbeat_members = 4
         args.heartbeat_seconds = 1.0
-        args.heartbeat_repeats = 1
+        args.heartbeat_repeats = 2  # two, so that the servers take turns
         args.real_clients = 4
         args.kafka_heap_mb = 512
     return args

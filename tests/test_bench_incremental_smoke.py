@@ -87,6 +87,11 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
         assert finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
         assert all(run["errors"] == 0 and run["answered"] > 0 for run in rate["runs"]), rate
         assert rate["owned_exactly_once"] is True, rate
+    # The servers take turns run by run: every server's k-th run starts before any (k+1)-th.
+    starts = [[run["started_s"] for run in rate["runs"]] for rate in rates.values()]
+    assert all(len(s) == len(starts[0]) for s in starts), starts
+    for k in range(len(starts[0]) - 1):
+        assert max(s[k] for s in starts) < min(s[k + 1] for s in starts), starts
 
     # Real librdkafka consumers (group.protocol=consumer) on each server: both changes measured,
     # never two owners, every partition owned once at the end.
