@@ -1297,6 +1297,10 @@ class RateGroup:
             flush=True,
         )
 
+    def failed(self, exc: BenchError) -> None:
+        self.out["failure"] = str(exc)
+        print(f"  heartbeats {self.label}: FAILED: {exc}", flush=True)
+
     def result(self) -> dict[str, Any]:
         rates = [r["per_second"] for r in self.runs]
         cpu_per = [
@@ -1324,22 +1328,18 @@ async def heartbeat_rates(
                 await form_group(rg.group, args.heartbeat_members, args.trial_timeout)
                 running.append(rg)
             except BenchError as exc:
-                rg.out["failure"] = str(exc)
-                print(f"  heartbeats {rg.label}: FAILED: {exc}", flush=True)
+                rg.failed(exc)
         for round_ in range(args.heartbeat_repeats):
             shift = round_ % len(running) if running else 0
             for rg in running[shift:] + running[:shift]:
-                if "failure" in rg.out:
-                    continue
                 try:
                     await rg.run_once(args)
                 except BenchError as exc:
-                    rg.out["failure"] = str(exc)
-                    print(f"  heartbeats {rg.label}: FAILED: {exc}", flush=True)
+                    rg.failed(exc)
+                    running.remove(rg)  # no more turns for it
                 await asyncio.sleep(args.heartbeat_interval_ms / 1000)
         for rg in running:
-            if "failure" not in rg.out:
-                rg.out["owned_exactly_once"] = rg.group.ownership.owned_exactly_once()
+            rg.out["owned_exactly_once"] = rg.group.ownership.owned_exactly_once()
     finally:
         for rg in groups:
             await dissolve(rg.group)
