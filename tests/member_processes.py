@@ -135,6 +135,18 @@ class MemberProcess:
             return f"member process {self.name} printed a line that is not a report: {self.unparsed[0]!r}"
         return None
 
+    def stacks(self, wait_s: float = 0.5) -> list[str]:
+        """Every thread's stack, as the process dumps it to stderr on the signal its "started"
+        report names (``stack_dump_signal``: Python members with ``faulthandler``); [] if it
+        names none, or is stopped or gone."""
+        sig = next((r["stack_dump_signal"] for r in self.events("started") if "stack_dump_signal" in r), None)
+        if sig is None or self.paused or not self.alive:
+            return []
+        before = len(self.stderr_text())
+        self.process.send_signal(sig)
+        time.sleep(wait_s)
+        return self.stderr_text()[before:].splitlines()
+
     def join_stall(self) -> list[str] | None:
         """kafka-python's log lines that show this member stuck in its join stall, or None."""
         if self.client != "kafka-python" or self.paused or not self.alive:
@@ -233,8 +245,21 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: floa
                         member.name,
                         lines,
                     )
-            raise AssertionError(message)
+            raise AssertionError(f"{message}\n{members_now()}")
         time.sleep(step)
+
+
+def members_now(log_lines: int = 25, stack_lines: int = 80) -> str:
+    """What every member process of the running test said last, then its threads' stacks if it
+    can dump them: why a wait timed out, in the failure's own message."""
+    parts = []
+    for member in list(_started):
+        parts.append(member.last_output(log_lines))
+        stacks = member.stacks()
+        if stacks:
+            parts.append(f"--- {member.name}: its threads now ({len(stacks)} lines, the first {stack_lines})")
+            parts.extend(stacks[:stack_lines])
+    return "\n".join(parts)
 
 
 # kafka-python 3.0.12's own log messages (kafka/coordinator/base.py and consumer.py), which

@@ -219,3 +219,24 @@ def test_a_healthy_kafka_python_member_is_never_taken_for_a_stalled_one(
         log = members[0].stderr_text()
         assert JOIN_STARTED in log and SYNC_ANSWERED in log and JOIN_COMPLETED in log
         assert all(kafka_python_join_stall(m.stderr_text(), time.time() + 3600) is None for m in members)
+
+
+def test_a_wait_that_times_out_shows_what_each_member_said_last_and_its_threads(
+    coordinator: EmbeddedCoordinator,
+) -> None:
+    """A wait for what never comes fails with the members' last reports, the tail of their logs
+    (for this project's member, its machine's events and actions) and every thread's stack."""
+    member = MemberProcess(
+        "ours", coordinator.bootstrap_servers, "o0", group="g", group_protocol="consumer", session_ms=3000
+    )
+    with running_members([member]):
+        wait_for(lambda: member.events("assigned"), 60, "o0 to be assigned")
+        with pytest.raises(AssertionError) as timed_out:
+            wait_for(lambda: False, 0.5, "what never comes")
+    message = str(timed_out.value)
+    assert message.startswith("timed out after 0.5 s waiting for what never comes\n")
+    assert '"event": "assigned"' in message  # its last reports
+    assert "SendGroupHeartbeat(" in message and "owned=frozenset({" in message  # its machine's log
+    assert "(b'" not in message  # partitions by number
+    assert "o0: its threads now" in message and "_driver.py" in message  # its stacks
+    assert "in run_ours" in message  # the application's thread, where it is

@@ -151,7 +151,7 @@ class MemberDriver(Generic[EventT]):
             before = self.machine.generation()
             actions = self.machine.handle(event, now)
             generation = self.machine.generation()
-            if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick)):
+            if log.isEnabledFor(logging.DEBUG) and (actions or not isinstance(event, m.Tick | m.Polled)):
                 log.debug("group %s: %r -> %r", self._name, event, actions)
             for action in actions:
                 if isinstance(action, m.Lost):

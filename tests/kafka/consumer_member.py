@@ -271,7 +271,7 @@ def main() -> None:
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    report(args.name, event="started")
+    report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
     runners = {"ours": run_ours, "kafka-python": run_kafka_python, "confluent": run_confluent}
     runners[args.client](args, stop)
     report(args.name, event="closed")

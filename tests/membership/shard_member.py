@@ -10,6 +10,7 @@ shard it owns, an ``act`` record each time it works on it, only while
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -132,6 +133,7 @@ def main() -> None:
     if os.environ.get("SHARD_MEMBER_DEBUG"):
         logging.basicConfig(level=logging.DEBUG)
         logging.getLogger("kafka").setLevel(logging.WARNING)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     options: dict[str, Any] = {}
@@ -150,7 +152,7 @@ def main() -> None:
         rebalance_timeout_ms=10_000,
         **options,
     )
-    report(args.name, event="started")
+    report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
     parent = os.getppid()
     while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         try:

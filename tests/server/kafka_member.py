@@ -25,7 +25,9 @@ import argparse
 import contextlib
 import faulthandler
 import json
+import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -53,8 +55,6 @@ LOG_FORMAT = "%(created).3f %(threadName)s %(name)s %(levelname)s %(message)s"
 def log_kafka_python_joins(debug: bool) -> None:
     """Write kafka-python's log to stderr: with ``debug`` all of it, else its warnings, infos
     and the debug lines of ``JOIN_LOG`` (the join stall's signature, a few lines per join)."""
-    import logging
-
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     if debug:
@@ -71,6 +71,16 @@ def log_kafka_python_joins(debug: bool) -> None:
         logging.getLogger(name).setLevel(logging.DEBUG)
     # The embedded coordinator keeps no log: every ListOffsets fails, tens of warnings a second.
     logging.getLogger("kafka.consumer.fetcher").setLevel(logging.ERROR)
+
+
+class PartitionsByNumber(logging.Formatter):
+    """Log lines with each (topic id, partition) pair as its partition number: the member's
+    machine names partitions by topic id, 16 bytes that would fill the line."""
+
+    PAIR = re.compile(r"""\(b(['"])(?:\\.|(?!\1).)*\1, (\d+)\)""")
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.PAIR.sub(r"\2", super().format(record))
 
 
 def report(name: str, **fields: Any) -> None:
@@ -235,6 +245,12 @@ def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
             args.name, kind, [p.partition for p in ps], [(p.topic, p.partition) for p in ps]
         )
 
+    # The member's machine, every event and what it led to: a failed wait shows its last lines.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PartitionsByNumber(LOG_FORMAT))
+    membership_log = logging.getLogger("coordinator_api.membership")
+    membership_log.addHandler(handler)
+    membership_log.setLevel(logging.DEBUG)
     incremental = args.group_protocol == "consumer"
     member = ConsumerGroupMember(
         args.group,
@@ -300,7 +316,7 @@ def main() -> None:
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    report(args.name, event="started")
+    report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
     runners = {"kafka-python": run_kafka_python, "confluent": run_confluent, "ours": run_ours}
     runners[args.client](args, stop)
     report(args.name, event="closed")
