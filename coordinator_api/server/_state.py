@@ -35,9 +35,11 @@ States and transitions::
   connection closes) the session counts from the heartbeat's arrival, as if never held.
 * Held ConsumerGroupHeartbeats (KIP-848 groups; Kafka's brokers answer at once): a heartbeat
   whose answer tells the member nothing new (same epoch, exactly the partitions it owns) is
-  held for up to ``heartbeat_hold_ms``, capped at a third of the session and at half of what
+  held for up to ``heartbeat_hold_ms``, capped at a third of the session, at half of what
   the heartbeat interval leaves of it (so the next heartbeat, sent an interval after the
-  answer, still arrives well inside the session), and answered the moment the member has
+  answer, still arrives well inside the session) and at the interval less
+  :data:`HOLD_MARGIN_MS` (a fifth of it if that is less: librdkafka waits for a heartbeat's
+  answer only for the interval), and answered the moment the member has
   news: partitions to give up, partitions another member has just released, that it is no
   longer in the group, or (if it asked for them) new owners. A new epoch alone is not news: a
   member a change does not concern stays held and moves to the new epoch at its next
@@ -141,6 +143,11 @@ class _Timer(enum.Enum):
     SYNC = "the end of the sync phase"
     OFFSET_EXPIRY = "the periodic check of committed offsets' retention"
 
+
+#: How long before the heartbeat interval has passed a held ConsumerGroupHeartbeat is answered
+#: at the latest (a fifth of the interval if that is less): the interval is how long librdkafka
+#: waits for the answer (rdkafka_request.c), and the answer must cross the network before that.
+HOLD_MARGIN_MS = 100
 
 _FENCING_ERRORS = frozenset(
     {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
@@ -630,12 +637,20 @@ class GroupCoordinator:
         module's rules), until news or the end of the hold."""
         # Clients send their next heartbeat an interval after the answer: a hold of a third of
         # the session, and at most half of what the interval leaves of it, keeps that next one
-        # well inside the session.
+        # well inside the session. And the answer must reach the client before the interval
+        # has passed: librdkafka gives up waiting for it then and sends the next heartbeat with
+        # the epoch it has, so a new epoch in the late answer would be lost (and the member
+        # fenced, FENCED_MEMBER_EPOCH, for a previous epoch without its owned partitions).
         session, interval = (
             self._config.consumer_group_session_timeout_ms,
             self._config.consumer_group_heartbeat_interval_ms,
         )
-        hold = min(self._config.heartbeat_hold_ms, session // 3, (session - interval) // 2)
+        hold = min(
+            self._config.heartbeat_hold_ms,
+            session // 3,
+            (session - interval) // 2,
+            interval - min(interval // 5, HOLD_MARGIN_MS),
+        )
         if ref is None or hold <= 0:
             return False
         waiting = self._consumer_groups.nothing_new(req, result)

@@ -191,7 +191,7 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
         "client.id": args.name,
         "group.protocol": args.group_protocol,
         "enable.auto.commit": False,
-        "log_level": 0,
+        "log_level": args.log_level,
     }
     if args.group_protocol == "classic":
         conf["session.timeout.ms"] = args.session_ms
@@ -307,6 +307,8 @@ def main() -> None:
     # librdkafka and ours: "consumer" is KIP-848's protocol (the topic may be a regex, "^ev.*").
     parser.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
     parser.add_argument("--remote-assignor")
+    # librdkafka only: its log's level (syslog's: 4 warnings, 5 notices, 7 debug) on stderr.
+    parser.add_argument("--log-level", type=int, default=0)
     # kafka-python only: undo the workarounds for its join stall (the harness's own test).
     parser.add_argument("--poll-ms", type=int, default=500)
     parser.add_argument("--join-before-metadata", type=int, choices=(0, 1), default=0)

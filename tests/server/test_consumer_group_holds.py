@@ -1,7 +1,7 @@
 """Held ConsumerGroupHeartbeats on the embedded coordinator, sans-IO.
 
-A heartbeat whose answer would tell the member nothing new is held (up to a third of the
-session here) and answered the moment the member has news. The requests go through
+A heartbeat whose answer would tell the member nothing new is held (until a fifth of the
+heartbeat interval is left, here) and answered the moment the member has news. The requests go through
 :class:`GroupCoordinator` with a fake clock and the consumer plugin's server-side assignors, as
 the server runs them; each step looks at which requests the coordinator answered, and when.
 """
@@ -26,7 +26,7 @@ from coordinator_api.server._state import Effects, GroupCoordinator
 
 INTERVAL_MS = 500
 SESSION_MS = 6000
-HOLD_MS = SESSION_MS // 3  # heartbeat_hold_ms is capped at a third of the session
+HOLD_MS = INTERVAL_MS - INTERVAL_MS // 5  # heartbeat_hold_ms is capped to end before the interval
 CONFIG = CoordinatorConfig(
     initial_rebalance_delay_ms=0,
     consumer_group_session_timeout_ms=SESSION_MS,
@@ -36,8 +36,8 @@ CONFIG = CoordinatorConfig(
 
 
 class Coordinator:
-    def __init__(self) -> None:
-        self.state = GroupCoordinator(CONFIG, server_assignors=SERVER_ASSIGNORS)
+    def __init__(self, config: CoordinatorConfig = CONFIG) -> None:
+        self.state = GroupCoordinator(config, server_assignors=SERVER_ASSIGNORS)
         check_quick_looks(self.state)
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
@@ -107,6 +107,38 @@ def test_a_heartbeat_with_nothing_new_is_held_until_the_hold_ends(c: Coordinator
     assert c.advance(1) == [ref]
     result = c.answered[ref]
     assert (result.error, result.member_epoch, c.partitions(ref)) == (ErrorCode.NONE, 1, set(range(6)))
+
+
+@pytest.mark.parametrize(
+    ("session_ms", "interval_ms", "hold_ms", "held_ms"),
+    [
+        (45_000, 5_000, 5_000, 4_900),  # the defaults: 100 ms before the interval passes
+        (6_000, 500, 5_000, 400),  # a fifth of a short interval before it passes
+        (3_000, 2_000, 5_000, 500),  # half of what the interval leaves of the session
+        (1_200, 500, 5_000, 350),  # no more than a third of the session
+        (45_000, 5_000, 1_000, 1_000),  # heartbeat_hold_ms itself
+    ],
+)
+def test_a_hold_ends_before_the_interval_passes_and_well_inside_the_session(
+    session_ms: int, interval_ms: int, hold_ms: int, held_ms: int
+) -> None:
+    """librdkafka waits for a heartbeat's answer for the heartbeat interval, then sends the next
+    with the epoch it has: an answer held to the end of the interval could come too late and
+    the member be fenced. Kafka's consumers send their next heartbeat an interval after the
+    answer, which must still arrive inside the session."""
+    config = CoordinatorConfig(
+        initial_rebalance_delay_ms=0,
+        min_session_timeout_ms=1_000,
+        consumer_group_session_timeout_ms=session_ms,
+        consumer_group_heartbeat_interval_ms=interval_ms,
+        heartbeat_hold_ms=hold_ms,
+    )
+    c = Coordinator(config)
+    join_alone(c)
+    ref, answered = c.send("a", 1, range(6))
+    assert answered == [] and c.advance(held_ms - 1) == []
+    assert c.advance(1) == [ref]
+    assert held_ms < interval_ms and held_ms + interval_ms < session_ms
 
 
 def test_a_held_member_learns_at_once_that_it_must_give_partitions_up(c: Coordinator) -> None:

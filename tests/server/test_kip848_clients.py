@@ -372,6 +372,23 @@ def test_join_scale_out_sigkill_and_sigterm_on_kafka(kafka: KafkaCluster) -> Non
     assert metadata_by_id(coordinator(), topic) == [(topic, 0)]
 
 
+def test_librdkafka_gets_every_held_answer_before_it_gives_up_waiting_for_it() -> None:
+    """librdkafka waits for a ConsumerGroupHeartbeat's answer only for the heartbeat interval,
+    then sends the next heartbeat with the epoch it has; an answer held longer would come too
+    late, and a new epoch in it be lost (the member fenced). With a 6 s session and a 400 ms
+    interval a third of the session would be 2 s: the hold ends before the interval instead."""
+    every = frozenset(("events", p) for p in range(PARTITIONS))
+    config = kip848_config(session_ms=6000)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
+        member = start(coordinator.bootstrap_servers, "held", "confluent", "c0", topic="events", log_level=5)
+        with running_members([member]):
+            wait_for(lambda: held(member) == every, SETTLE_S, "c0 to own every partition")
+            time.sleep(3)  # about ten held heartbeats
+            log = member.stderr_text()
+    gave_up = [line for line in log.splitlines() if "REQTMOUT" in line]  # librdkafka's notice
+    assert gave_up == [], gave_up
+
+
 # --- static members -------------------------------------------------------------------------
 
 
