@@ -9,6 +9,7 @@ assignor as the partitions it owns, so ``uniform`` stays sticky across epochs, a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import starmap
 
 from coordinator_api import AssignmentSpec
 from coordinator_api._plugins import Resource, ServerAssignor
@@ -31,7 +32,7 @@ def server_assignor(assign: Assignor) -> ServerAssignor:
             Subscription(
                 member_id=m.member_id,
                 topics=m.topics,
-                owned=tuple(TopicPartition(topic, partition) for topic, partition in sorted(m.current)),
+                owned=tuple(starmap(TopicPartition, m.current)),  # in any order: assignors are pure
                 generation=_SAME_EPOCH,
                 rack=m.rack,
                 group_instance_id=m.instance_id,
