@@ -396,8 +396,12 @@ class CoordinatorServer:
                     conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
                 else:
                     conn.finish(frame, _wire.to_response(frame, result))
-        for event in fx.events:
-            _log_event(event)
+        if fx.events:
+            # The answers first: a membership change's log lines (one per member it moves) must
+            # not delay the members it concerns.
+            self.send_answers()
+            for event in fx.events:
+                _log_event(event)
         self._reschedule()
 
     def handle_frame(self, conn: _Connection, payload: bytes) -> None:
