@@ -22,31 +22,54 @@ from coordinator_consumer._uniform import assign_uniform
 _SAME_EPOCH = 0
 
 
-def server_assignor(assign: Assignor) -> ServerAssignor:
-    """Run a consumer assignor over the coordinator's view of the members."""
+class ServerSideAssignor:
+    """A consumer assignor run over the coordinator's view of the members (a
+    :data:`~coordinator_api.ServerAssignor`).
 
-    def assign_on_server(
-        members: Sequence[AssignmentSpec], partition_counts: Mapping[str, int]
+    A member whose spec is the same as at the previous target keeps its Subscription: building
+    these objects (a TopicPartition for every partition a member holds) was half the cost of a
+    target in a large group, where a change moves few members. Once the kept Subscriptions count
+    :attr:`limit` members and partitions in all (members that left stay until then), they are
+    dropped and built again.
+    """
+
+    def __init__(self, assign: Assignor, limit: int = 200_000) -> None:
+        self._assign = assign
+        self.limit = limit
+        self._kept: dict[str, tuple[AssignmentSpec, Subscription]] = {}  # member id -> its last spec's
+        self.kept_size = 0  # members and partitions in ``_kept``
+
+    def __call__(
+        self, members: Sequence[AssignmentSpec], partition_counts: Mapping[str, int]
     ) -> Mapping[str, Iterable[Resource]]:
-        subscriptions = [
-            Subscription(
-                member_id=m.member_id,
-                topics=m.topics,
-                owned=tuple(starmap(TopicPartition, m.current)),  # in any order: assignors are pure
-                generation=_SAME_EPOCH,
-                rack=m.rack,
-                group_instance_id=m.instance_id,
-            )
-            for m in members
-        ]
-        assignment = assign(subscriptions, Cluster(partitions=dict(partition_counts)))
+        subscriptions = [self._subscription(m) for m in members]
+        assignment = self._assign(subscriptions, Cluster(partitions=dict(partition_counts)))
         return {member: [(tp.topic, tp.partition) for tp in parts] for member, parts in assignment.items()}
 
-    return assign_on_server
+    def _subscription(self, m: AssignmentSpec) -> Subscription:
+        last = self._kept.get(m.member_id)
+        if last is not None and last[0] == m:
+            return last[1]
+        made = Subscription(
+            member_id=m.member_id,
+            topics=m.topics,
+            owned=tuple(starmap(TopicPartition, m.current)),  # in any order: assignors are pure
+            generation=_SAME_EPOCH,
+            rack=m.rack,
+            group_instance_id=m.instance_id,
+        )
+        if last is not None:
+            self.kept_size -= 1 + len(last[1].owned)
+        if self.kept_size + 1 + len(made.owned) > self.limit:
+            self._kept.clear()
+            self.kept_size = 0
+        self._kept[m.member_id] = (m, made)
+        self.kept_size += 1 + len(made.owned)
+        return made
 
 
 SERVER_ASSIGNORS: dict[str, ServerAssignor] = {
-    "uniform": server_assignor(assign_uniform),
-    "range": server_assignor(assign_range),
+    "uniform": ServerSideAssignor(assign_uniform),
+    "range": ServerSideAssignor(assign_range),
 }
 """Kafka's ``group.consumer.assignors``, in Kafka's default order (the first is the default)."""
