@@ -8,6 +8,7 @@ assignor as the partitions it owns, so ``uniform`` stays sticky across epochs, a
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import starmap
 
@@ -30,7 +31,8 @@ class ServerSideAssignor:
     these objects (a TopicPartition for every partition a member holds) was half the cost of a
     target in a large group, where a change moves few members. Once the kept Subscriptions count
     :attr:`limit` members and partitions in all (members that left stay until then), they are
-    dropped and built again.
+    dropped and built again. One instance serves every coordinator of the process (each on its
+    own thread), so what is kept is changed under a lock.
     """
 
     def __init__(self, assign: Assignor, limit: int = 200_000) -> None:
@@ -38,11 +40,13 @@ class ServerSideAssignor:
         self.limit = limit
         self._kept: dict[str, tuple[AssignmentSpec, Subscription]] = {}  # member id -> its last spec's
         self.kept_size = 0  # members and partitions in ``_kept``
+        self._lock = threading.Lock()
 
     def __call__(
         self, members: Sequence[AssignmentSpec], partition_counts: Mapping[str, int]
     ) -> Mapping[str, Iterable[Resource]]:
-        subscriptions = [self._subscription(m) for m in members]
+        with self._lock:
+            subscriptions = [self._subscription(m) for m in members]
         assignment = self._assign(subscriptions, Cluster(partitions=dict(partition_counts)))
         return {member: [(tp.topic, tp.partition) for tp in parts] for member, parts in assignment.items()}
 

@@ -8,6 +8,8 @@ must be the same, and what is kept must stay within its limit.
 from __future__ import annotations
 
 import random
+import sys
+import threading
 
 import pytest
 from coordinator_consumer._range import assign_range
@@ -50,7 +52,7 @@ def test_a_kept_subscription_gives_the_target_a_fresh_one_gives(name: str) -> No
         specs = [members[m] for m in sorted(members)]
         target = keeping(specs, TOPICS)
         assert target == ServerSideAssignor(assign)(specs, TOPICS)
-        assert 0 < keeping.kept_size <= keeping.limit
+        assert 0 < keeping.kept_size == kept_size_counted(keeping) <= keeping.limit
         for member_id, spec in members.items():
             # The next target starts from this one, as the coordinator's does.
             members[member_id] = AssignmentSpec(
@@ -60,3 +62,46 @@ def test_a_kept_subscription_gives_the_target_a_fresh_one_gives(name: str) -> No
                 topics=spec.topics,
                 current=frozenset(target.get(member_id, ())),
             )
+
+
+def kept_size_counted(assignor: ServerSideAssignor) -> int:
+    return sum(1 + len(subscription.owned) for _, subscription in assignor._kept.values())
+
+
+def test_coordinators_on_several_threads_share_one_assignor() -> None:
+    """Every coordinator of a process uses the plugin's one instance, each from its own thread:
+    the targets stay right and what is kept stays counted."""
+    keeping = ServerSideAssignor(assign_uniform, limit=500)
+
+    def coordinator(seed: int, failures: list[BaseException]) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(300):
+                ids = sorted(rng.sample(range(40), rng.randint(1, 12)))  # ids shared across threads
+                specs = [
+                    AssignmentSpec(
+                        member_id=f"m{i:02d}",
+                        instance_id=None,
+                        rack=None,
+                        topics=frozenset({"t0"}),
+                        current=frozenset({("t0", i % 12)}),  # some claims clash: both dropped
+                    )
+                    for i in ids
+                ]
+                assert keeping(specs, TOPICS) == ServerSideAssignor(assign_uniform)(specs, TOPICS)
+        except BaseException as exc:  # reported by the test's thread
+            failures.append(exc)
+
+    failures: list[BaseException] = []
+    threads = [threading.Thread(target=coordinator, args=(seed, failures)) for seed in range(4)]
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+    assert not failures, failures
+    assert keeping.kept_size == kept_size_counted(keeping) <= keeping.limit
