@@ -9,8 +9,9 @@ tests/server/JavaMember.java (``kafka_member.py --client java --read true``).
 Every client runs the same at-least-once loop: poll, report the records it got, then commit
 synchronously what it has consumed. So a record reported in a ``records`` line followed by a
 successful ``commit`` line is committed; one whose commit failed or never came (SIGKILL) is in
-the uncommitted window (``--process-ms`` widens it: the time each batch takes to process), and
-only such records may be read again by the next owner.
+the uncommitted window (``--process-ms`` widens it: the time each batch takes to process;
+``--hold-file`` holds one batch in it for good), and only such records may be read again by the
+next owner.
 
 The JSON lines are those of tests/server/kafka_member.py (which the test harness
 ``member_processes.MemberProcess`` reads): ``assigned``/``revoked``/``lost`` with the member's
@@ -59,13 +60,20 @@ def read_loop(
     commit: Callable[[], str | None],
 ) -> None:
     """Poll, report what came, process it (``--process-ms``), commit it; ``commit`` returns an
-    error name or None. The processing time is the uncommitted window a SIGKILL can land in."""
+    error name or None. The processing time is the uncommitted window a SIGKILL can land in.
+    Once ``--hold-file`` exists, the next batch is reported, then ``holding``, and never
+    committed: a SIGKILL after ``holding`` surely lands in that window, however late it comes."""
     parent = os.getppid()
     while not stop.is_set() and os.getppid() == parent:  # an orphan stops by itself
         records = poll()
         if not records:
             continue
         report(args.name, event="records", records=records)
+        if args.hold_file and os.path.exists(args.hold_file):
+            report(args.name, event="holding")
+            while not stop.wait(0.2) and os.getppid() == parent:
+                pass
+            return
         time.sleep(args.process_ms / 1000)
         error = commit()
         report(args.name, event="commit", ok=error is None, error=error)
@@ -262,6 +270,7 @@ def main() -> None:
     parser.add_argument(
         "--process-ms", type=int, default=0, help="time spent on each batch before its commit"
     )
+    parser.add_argument("--hold-file", help="once this file exists, hold the next batch uncommitted")
     args = parser.parse_args()
     if os.environ.get("CONSUMER_MEMBER_DEBUG"):
         import logging

@@ -14,9 +14,10 @@ coordinator and librdkafka's mock; here the records, the offsets and the fencing
   and Java (kafka-python has no KIP-848 client). Every member reads, reports
   what it read, then commits (tests/kafka/consumer_member.py, JavaMember.java ``--read``). When
   settled every partition has one owner; by the members' own reports no partition ever had two
-  at once and nobody read a partition it did not own; after one member is SIGKILLed no record
-  is lost, its partitions are resumed exactly at its last committed offsets, and a record is
-  read twice only if the commit after its first reading failed or never came.
+  at once and nobody read a partition it did not own; after one member is SIGKILLed while it
+  holds a batch it read and did not commit, no record is lost, its partitions are resumed
+  exactly at its last committed offsets (that batch is read again), and a record is read twice
+  only if the commit after its first reading failed or never came.
 """
 
 from __future__ import annotations
@@ -44,9 +45,6 @@ CONSUMER_MEMBER = Path(__file__).parent / "consumer_member.py"
 SESSION_MS = 6000
 LIVENESS_S = 120  # a loaded 2-core machine that also runs three broker JVMs and five clients
 PROCESS_MS = 300  # how long a member process works on a batch before committing it
-# The member killed works longer on each batch, so the test surely kills it inside that window
-# (between reporting a batch and committing it) even when this process is slow to send the signal.
-VICTIM_PROCESS_MS = 2000
 
 Read = tuple[float, str, bool]  # (when, by whom, whether the commit after it succeeded)
 
@@ -349,10 +347,11 @@ def test_assigned_consumers_read_commit_fenced_and_resume_from_committed_offsets
 
 
 def start(
-    kafka: KafkaCluster, client: str, name: str, topic: str, assignor: str, process_ms: int = PROCESS_MS
+    kafka: KafkaCluster, client: str, name: str, topic: str, assignor: str, hold_file: Path | None = None
 ) -> MemberProcess:
     """A member process reading ``topic`` in the group of the same name; ``assignor`` "uniform"
-    means KIP-848's protocol, with the brokers assigning."""
+    means KIP-848's protocol, with the brokers assigning. Once ``hold_file`` exists, it holds
+    the next batch it reads, never committing it (consumer_member.py's ``--hold-file``)."""
     options: dict[str, Any] = {"group": topic, "topic": topic, "session_ms": SESSION_MS}
     if assignor == "uniform":
         options.update(group_protocol="consumer", remote_assignor="uniform")
@@ -361,7 +360,13 @@ def start(
     if client == "java":  # JavaMember.java commits as soon as it has reported a batch
         return MemberProcess("java", kafka.bootstrap_servers, name, read="true", **options)
     return MemberProcess(
-        client, kafka.bootstrap_servers, name, script=CONSUMER_MEMBER, process_ms=process_ms, **options
+        client,
+        kafka.bootstrap_servers,
+        name,
+        script=CONSUMER_MEMBER,
+        process_ms=PROCESS_MS,
+        hold_file=hold_file,
+        **options,
     )
 
 
@@ -390,7 +395,7 @@ def diagnosed(members: list[MemberProcess]) -> Iterator[None]:
     ids=["range", "cooperative", "kip848"],
 )
 def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
-    kafka: KafkaCluster, assignor: str, victim: str
+    kafka: KafkaCluster, assignor: str, victim: str, tmp_path: Path
 ) -> None:
     partitions = 12
     topic = group = f"consumer-kafka-mixed-{assignor}"
@@ -406,8 +411,9 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
     shares = [3, 3, 3, 3] if len(clients) == 4 else [2, 2, 2, 3, 3]
     after_kill = [4, 4, 4] if len(clients) == 4 else [3, 3, 3, 3]
     with Stream(kafka, topic, partitions) as stream:
+        hold = tmp_path / "hold"
         started = [
-            start(kafka, client, name, topic, assignor, VICTIM_PROCESS_MS if name == victim else PROCESS_MS)
+            start(kafka, client, name, topic, assignor, hold if name == victim else None)
             for name, client in clients.items()
         ]
         with running_members(started) as members, diagnosed(members):
@@ -423,15 +429,16 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
             settled_s = time.monotonic() - t0
             time.sleep(2)  # records flow; everyone commits as it goes
 
-            # Kill the victim while it processes a batch: read and reported, not yet committed.
+            # Kill the victim while it processes a batch: read and reported, never committed (it
+            # holds the next batch it reads, however late this process gets to the kill).
             dead = by_name[victim]
-            wait_for(lambda: dead.reports[-1].get("event") == "records", LIVENESS_S, "a batch", step=0.01)
+            hold.touch()
+            wait_for(lambda: dead.reports[-1].get("event") == "holding", LIVENESS_S, "a held batch")
             orphaned = set(dead.owned)
             t_kill = time.time()
             dead.kill()
             in_flight = dead.events("records")[-1]["records"]
-            time.sleep(2)  # a commit already sent when the process died reaches the broker
-            at_kill = committed(kafka, group)
+            at_kill = committed(kafka, group)  # its commits are synchronous: none is still on its way
             t_read = time.time()
             survivors = [m for m in members if m.alive]
             wait_for(
