@@ -16,7 +16,9 @@ Rules:
   owned partitions), so every answer carries the member's whole assignment and a lost answer
   costs nothing. Heartbeats go one at a time, every ``heartbeat_interval_ms`` *as the
   coordinator sets it* in its answers, counted from each send (a coordinator that held an
-  answer gets the next heartbeat at once).
+  answer gets the next heartbeat at once). An answer that moves the member to a new epoch
+  with nothing to apply is followed by the next heartbeat at once too: a coordinator that
+  holds heartbeats holds that one, so the member hears of the next change when it happens.
 * **The application applies assignments.** An answer whose assignment differs from what the
   member owns becomes :class:`Reconcile` for the application thread: give up what is gone
   first, then start what is new (revoke before assign, as Kafka). :class:`Reconciled` tells the
@@ -372,6 +374,12 @@ class IncrementalMachine:
             if event.assignment is not None:
                 self.target = event.assignment
             self._settle(event.sent_at)
+            if event.member_epoch != self._sent_epoch and self.state is IncrementalState.STABLE:
+                # A new epoch and nothing to apply: heartbeat again at once. A coordinator that
+                # holds heartbeats holds that one, so the next change reaches this member when
+                # it happens rather than an interval later; one that does not answers it at once
+                # (one heartbeat more per change), and the interval goes on from there.
+                self.next_heartbeat = now
         elif error in _REJOIN:
             self._lose(f"the coordinator fenced this member ({error_name(error)}: {event.message})")
             # FENCED_MEMBER_EPOCH leaves the member in the group; the others mean it is gone.

@@ -321,6 +321,56 @@ def test_a_new_subscription_goes_at_once_even_while_a_heartbeat_is_held() -> Non
     assert a.machine.news_to_send is False
 
 
+def leave(net: Network, name: str) -> None:
+    net.members[name].started.clear()  # the runtime revokes everything before leaving
+    net.feed(name, LeaveWanted("closing"))
+    del net.members[name]
+
+
+def test_a_member_moved_to_a_new_epoch_alone_is_reachable_for_the_next_change() -> None:
+    # Five members share 12 partitions, 3, 3, 2, 2 and 2. A two-partition member leaves: the
+    # two others with two take its partitions; the three-partition members keep theirs, and
+    # the coordinator moves them to the new epoch at their next heartbeat, answered at once
+    # since the epoch is news. Each then heartbeats again at once, and that heartbeat, with
+    # nothing new, is held: when a three-partition member leaves just after, the partitions it
+    # frees reach the other one at once instead of at its next heartbeat, an interval later.
+    net = Network(hold_ms=5000)
+    for name in "abcde":
+        net.add(name)
+    net.run(4 * INTERVAL_MS)
+    assert net.every_partition_started_once()
+    by_size = sorted(net.members, key=lambda n: (len(net.members[n].started), n))
+    assert [len(net.members[n].started) for n in by_size] == [2, 2, 2, 3, 3]
+    stay, goes = by_size[3], by_size[4]  # unconcerned by the leave
+    epoch = net.members[stay].machine.member_epoch
+    leave(net, by_size[0])
+    for _ in range(2 * INTERVAL_MS // 10):
+        net.run(10)
+        if {m.machine.member_epoch for m in net.members.values()} == {epoch + 1}:
+            break
+    assert {m.machine.member_epoch for m in net.members.values()} == {epoch + 1}
+    assert len(net.members[stay].started) == 3 and net.every_partition_started_once()
+
+    leave(net, goes)
+    net.run(50)
+    assert net.every_partition_started_once(), {n: len(m.started) for n, m in net.members.items()}
+    assert len(net.members[stay].started) == 4
+
+
+def test_a_new_epoch_costs_one_heartbeat_more_where_heartbeats_are_answered_at_once() -> None:
+    net = Network()  # no holds, as Kafka's brokers
+    net.add("a")
+    net.add("b")
+    net.run(4 * INTERVAL_MS)
+    a = net.members["a"]
+    before, epoch = len(a.sent), a.machine.member_epoch
+    net.add("c")  # a gives partitions up: the acknowledgement, and then the new epoch
+    net.run(10 * INTERVAL_MS)
+    assert a.machine.member_epoch > epoch and net.every_partition_started_once()
+    # Ten intervals: ten heartbeats, the acknowledgement, and at most one more per new epoch.
+    assert len(a.sent) - before <= 10 + 1 + (a.machine.member_epoch - epoch)
+
+
 def test_a_member_that_leaves_revokes_nothing_twice_and_its_partitions_move() -> None:
     net = Network()
     net.add("a")
