@@ -424,8 +424,10 @@ class Coordinator(abc.ABC):
             Empty group accepts it), as Kafka's consumer refuses too; stop acting on them and
             poll to rejoin.
         """
-        # The generation first: a member in none sends nothing, closed or not (a closed dynamic
-        # member has left its generation).
+        # The generation first, once an acknowledgement in flight has moved it: a member in none
+        # sends nothing, closed or not (a closed dynamic member has left its generation).
+        if self._session is not None:
+            self._session.await_acknowledgement()
         generation = self.generation()
         (self._session or self._start()).commit_offsets(offsets, generation=generation)
 

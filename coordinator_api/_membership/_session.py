@@ -427,31 +427,29 @@ class MembershipSession:
             )
         return self._driver.call(request, to_coordinator=to_coordinator)
 
-    def commit_offsets(self, offsets: Offsets, *, generation: Generation | None = None) -> None:
-        """Commit ``offsets`` fenced by ``generation`` (by default the current one).
+    def commit_offsets(self, offsets: Offsets, *, generation: Generation) -> None:
+        """Commit ``offsets`` fenced by ``generation``.
 
         :raises CommitFailedError: no generation (nothing is sent), or the coordinator refused
             some partitions (the generation is no longer current).
         :raises ConfigurationError: an offset is malformed.
         """
-        if generation is None:
-            generation = self._acknowledged_generation()
         request = offset_commit_request(self._group_id, generation, offsets)
         response = self.send_request(request, to_coordinator=True)
         check_offset_commit(response, self._group_id, generation)
 
-    def _acknowledged_generation(self) -> Generation:
-        """The current generation, once an acknowledgement in flight has been answered (the
-        incremental protocol): the coordinator moves the member's epoch when it hears that the
-        member gave partitions up, so a commit made in between would carry the epoch it has just
-        left (STALE_MEMBER_EPOCH; Kafka's consumer retries such a commit with the new epoch)."""
+    def await_acknowledgement(self) -> None:
+        """Wait until an acknowledgement in flight has been answered (the incremental protocol),
+        at most until the member's lease runs out: the coordinator moves the member's epoch when
+        it hears that the member gave partitions up, so a commit made in between would carry
+        the epoch it has just left (STALE_MEMBER_EPOCH; Kafka's consumer retries such a commit
+        with the new epoch)."""
         with self._driver.lock:
             while isinstance(self._machine, IncrementalMachine) and self._machine.acknowledging():
                 deadline, now = self._machine.lease_deadline(), self._clock()
                 if deadline is None or now >= deadline:
                     break
                 self._driver.lock.wait(min((deadline - now) / 1000, _POLL_EVERY_S))
-            return self._machine.generation()
 
     def committed_offsets(
         self, partitions: Iterable[tuple[str, int]] | None
