@@ -247,7 +247,7 @@ def test_wakeup_ends_a_wait_for_an_action(session: MembershipSession, clock: Fak
 
 def test_a_commit_without_a_generation_sends_nothing(session: MembershipSession, wire: ScriptedWire) -> None:
     with pytest.raises(CommitFailedError, match="no generation") as refused:
-        session.commit_offsets({("events", 0): 5})
+        session.commit_offsets({("events", 0): 5}, generation=session.generation())
     assert refused.value.errors == (("events", 0, "UNKNOWN_MEMBER_ID"),)
     assert wire.calls == []
 
