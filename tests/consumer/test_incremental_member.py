@@ -9,6 +9,7 @@ and partitions move only as far as the change requires. The same member against 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,7 @@ from coordinator_api import (
     Generation,
     GroupJoinError,
 )
+from coordinator_api._membership._incremental import GroupHeartbeatAnswered, IncrementalMachine
 
 PARTITIONS = 6
 CONFIG = CoordinatorConfig(
@@ -160,6 +162,40 @@ def test_commits_are_fenced_by_the_member_epoch(
     a.close()
     with pytest.raises(CommitFailedError):  # no longer in the group: nothing is sent
         a.commit({("t", 0): 1})
+    b.close()
+
+
+def test_a_commit_made_while_an_acknowledgement_is_answered_carries_the_new_epoch(
+    coordinator: EmbeddedCoordinator, timeline: Timeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coordinator moves a member's epoch when it hears the member gave partitions up; the
+    answer saying so is held back here for 0.5 s after it arrived (the member's own driver is
+    wrapped, white-box), so a commit made in between would carry the epoch just left."""
+    a = timeline.member(coordinator, "a")
+    a.ensure_active_group(20)
+    assert a._session is not None
+    driver = a._session._driver
+    submit = driver.submit
+    arrived = threading.Event()
+
+    def hold_the_answer(event: Any, **options: Any) -> bool:
+        acknowledging = isinstance(driver.machine, IncrementalMachine) and driver.machine.acknowledging()
+        if isinstance(event, GroupHeartbeatAnswered) and acknowledging and not arrived.is_set():
+            arrived.set()
+            threading.Timer(0.5, submit, (event,), options).start()
+            return True
+        return submit(event, **options)
+
+    monkeypatch.setattr(driver, "submit", hold_the_answer)
+    b = timeline.member(coordinator, "b")
+    settle([a, b], arrived.is_set)
+    owned = sorted(a.assignment())
+    assert len(owned) == PARTITIONS // 2
+    a.commit({tp: 5 for tp in owned})  # at the epoch the answer on its way brings: accepted
+    assert a.committed_offsets(owned) == {tp: (5, "") for tp in owned}
+    assert a.generation().generation_id > 1
+    settle([a, b], lambda: split([a, b]))
+    a.close()
     b.close()
 
 
