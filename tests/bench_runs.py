@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -18,17 +20,30 @@ def run_bench(script: str, *args: str, timeout_s: float) -> subprocess.Completed
     fail the test, showing both outputs, unless it exits 0."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        env=env,
-        cwd=REPO,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, str(REPO / "bench" / script), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            cwd=REPO,
+        )
+    except subprocess.TimeoutExpired as late:
+        # What it printed so far says where it stopped (the exception's own text does not).
+        pytest.fail(
+            f"bench/{script} did not finish within {timeout_s:g} s\nstdout:\n{_text(late.stdout)}\n"
+            f"stderr:\n{_text(late.stderr)}",
+            pytrace=False,
+        )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     return done
+
+
+def _text(output: str | bytes | None) -> str:
+    # subprocess gives a timed-out run's output as bytes, even with text=True.
+    return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
 
 
 def finite(value: Any) -> float:

@@ -47,10 +47,12 @@ def _assert_sound_generation(check: dict[str, Any], generation: int, members: in
     assert check["distinct_member_ids"] == members, check
 
 
-@pytest.mark.timeout(150)
+# About 40 s alone; room for a group that never settles to be reported after the benchmark's
+# own --trial-timeout (120 s), rather than the run being cut off with it.
+@pytest.mark.timeout(300)
 def test_quick_benchmark_measures_all_three_servers(tmp_path: Path) -> None:
     output = tmp_path / "coordinator.json"
-    done = run_bench("bench_coordinator.py", "--quick", "--output", str(output), timeout_s=140)
+    done = run_bench("bench_coordinator.py", "--quick", "--output", str(output), timeout_s=280)
 
     # The printed table has a figure for every server in every row, and both ratios.
     joins = _table_rows(done.stdout, "time to stable generation")
