@@ -1351,15 +1351,17 @@ async def blast_heartbeats(
 ) -> tuple[int, int, float]:
     """The members (stopped) send heartbeats back to back for ``--heartbeat-seconds``, from
     ``--heartbeat-generators`` processes of their own (one Python process saturates before a
-    server does): answered, errors, and the CPU seconds the processes used."""
+    server does): answered, errors, and the CPU seconds the processes used.
+
+    Each process gets its job, connects and says ``ready``; once all have, they are given one
+    start time just ahead, so that however long they took to start (seconds on a loaded
+    machine) they all send for the same ``--heartbeat-seconds``."""
     shares = [members[i :: args.heartbeat_generators] for i in range(args.heartbeat_generators)]
-    start = time.time() + 1.0  # the processes start and connect first
     work = [
         {
             "address": address,
             "group_id": group.group_id,
             "members": [[m.member_id, m.epoch] for m in share],
-            "start": start,
             "seconds": args.heartbeat_seconds,
         }
         for share in shares
@@ -1377,9 +1379,22 @@ async def blast_heartbeats(
         )
         for _ in work
     ]
-    outputs = await asyncio.gather(
-        *(w.communicate(json.dumps(job).encode()) for w, job in zip(workers, work, strict=True))
-    )
+    try:
+        for worker, job in zip(workers, work, strict=True):
+            assert worker.stdin is not None
+            worker.stdin.write(json.dumps(job).encode() + b"\n")
+        for worker in workers:
+            assert worker.stdout is not None
+            said = await asyncio.wait_for(worker.stdout.readline(), args.trial_timeout)
+            if said.strip() != b"ready":
+                raise BenchError(f"a heartbeat generator said {said!r} instead of ready")
+        start = time.time() + 0.2
+        outputs = await asyncio.gather(*(w.communicate(f"{start}\n".encode()) for w in workers))
+    finally:
+        for worker in workers:
+            if worker.returncode is None:
+                worker.kill()
+                await worker.wait()
     answered = errors = 0
     cpu_s = 0.0
     for worker, (stdout, _) in zip(workers, outputs, strict=True):
@@ -1393,18 +1408,21 @@ async def blast_heartbeats(
 
 
 def heartbeat_worker() -> int:
-    """One heartbeat generator (``--heartbeat-worker``): the job as JSON on stdin, the counts as
-    JSON on stdout."""
-    job = json.loads(sys.stdin.read())
+    """One heartbeat generator (``--heartbeat-worker``): the job as a JSON line on stdin; it
+    connects, prints ``ready``, then reads the start time (a line, seconds since the epoch) and
+    prints the counts as JSON."""
+    job = json.loads(sys.stdin.readline())
 
     async def run() -> dict[str, Any]:
         conns = [await connect(job["address"]) for _ in job["members"]]
-        end = job["start"] + job["seconds"]
+        print("ready", flush=True)
+        start = float(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+        end = start + job["seconds"]
         answered = errors = 0
 
         async def beat(conn: Connection, member_id: str, epoch: int) -> None:
             nonlocal answered, errors
-            await asyncio.sleep(max(0.0, job["start"] - time.time()))
+            await asyncio.sleep(max(0.0, start - time.time()))
             while time.time() < end:
                 request = steady_heartbeat(job["group_id"], member_id, epoch)
                 reply = await conn.call(request, ConsumerGroupHeartbeatResponse)
