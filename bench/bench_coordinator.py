@@ -2053,11 +2053,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--kafka-c1-only",
         action="store_true",
-        help="keep KafkaCluster's -XX:TieredStopAtLevel=1 (quick start, slower code) for the broker",
+        help="keep KafkaCluster's -XX:TieredStopAtLevel=1 (quick start, slower code) for the broker "
+        "(always with --quick)",
     )
     p.add_argument("--serve-mock", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
+        args.kafka_c1_only = True
         args.members = [3]
         args.kill_members = [3]
         args.heartbeat_members = 4

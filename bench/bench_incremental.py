@@ -926,8 +926,8 @@ def start_kafka(topics: dict[str, int], args: argparse.Namespace) -> Server:
     from coordinator_api.testing import KAFKA_VERSION, TEST_JVM_OPTIONS, KafkaCluster
 
     # The tests' brokers run C1 only (-XX:TieredStopAtLevel=1) for a quick start; a benchmark
-    # runs the broker as in production, with the C2 compiler too.
-    jvm = [o for o in TEST_JVM_OPTIONS if o != "-XX:TieredStopAtLevel=1"]
+    # runs the broker as in production, with the C2 compiler too (--quick, a smoke test: C1 only).
+    jvm = [o for o in TEST_JVM_OPTIONS if args.quick or o != "-XX:TieredStopAtLevel=1"]
     config = kafka_broker_config(args)
     cluster = KafkaCluster(brokers=1, heap_mb=args.kafka_heap_mb, jvm_options=jvm, broker_config=config)
     cluster.start()
@@ -945,7 +945,9 @@ def start_kafka(topics: dict[str, int], args: argparse.Namespace) -> Server:
         broker = cluster.broker(1)
         notes = [
             f"Apache Kafka {KAFKA_VERSION}: KafkaCluster(brokers=1, heap_mb={args.kafka_heap_mb}), "
-            "C2 enabled; broker config " + ", ".join(f"{k}={v}" for k, v in config.items())
+            + ("C1 only (--quick)" if args.quick else "C2 enabled")
+            + "; broker config "
+            + ", ".join(f"{k}={v}" for k, v in config.items())
         ]
         assert broker.pid is not None
         return Server(kind=KAFKA, address=broker.address, pid=broker.pid, notes=notes, cluster=cluster)

@@ -1009,10 +1009,11 @@ def kafka_settings(args: argparse.Namespace) -> dict[str, str]:
 
 
 def start_kafka(args: argparse.Namespace) -> Server:
-    """One KRaft broker+controller of Apache Kafka 4, C2 JIT on, the limits set as ours."""
+    """One KRaft broker+controller of Apache Kafka 4, C2 JIT on (C1 only with --quick, a smoke
+    test), the limits set as ours."""
     from coordinator_api.testing import KAFKA_VERSION, TEST_JVM_OPTIONS, KafkaCluster
 
-    jvm = [o for o in TEST_JVM_OPTIONS if o != "-XX:TieredStopAtLevel=1"]
+    jvm = [o for o in TEST_JVM_OPTIONS if args.quick or o != "-XX:TieredStopAtLevel=1"]
     config = kafka_settings(args)
     cluster = KafkaCluster(brokers=1, heap_mb=args.kafka_heap_mb, jvm_options=jvm, broker_config=config)
     cluster.start()
@@ -1022,7 +1023,9 @@ def start_kafka(args: argparse.Namespace) -> Server:
         assert broker.pid is not None
         notes = [
             f"Apache Kafka {KAFKA_VERSION}: KafkaCluster(brokers=1, heap_mb={args.kafka_heap_mb}), "
-            "C2 enabled; " + ", ".join(f"{k}={v}" for k, v in config.items())
+            + ("C1 only (--quick)" if args.quick else "C2 enabled")
+            + "; "
+            + ", ".join(f"{k}={v}" for k, v in config.items())
         ]
         return Server(kind=KAFKA, address=broker.address, pid=broker.pid, notes=notes, cluster=cluster)
     except BaseException:
