@@ -23,6 +23,15 @@ FAST_CONFIG = CoordinatorConfig(
 )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The suite runs on two workers (pytest-xdist, ``--dist loadgroup``): the tests on the
+    session's Apache Kafka cluster all go to one of them, so one cluster is started."""
+    for item in items:
+        if "kafka_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+
+
 @pytest.fixture(autouse=True)
 def member_processes_must_not_crash() -> Iterator[None]:
     """A member process (tests/member_processes.py) that the test did not end, yet ended with an
