@@ -23,13 +23,45 @@ FAST_CONFIG = CoordinatorConfig(
 )
 
 
+def uses_kafka_cluster(item: pytest.Item) -> bool:
+    return "kafka_cluster" in getattr(item, "fixturenames", ())
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The suite runs on two workers (pytest-xdist, ``--dist loadgroup``): the tests on the
     session's Apache Kafka cluster all go to one of them, so one cluster is started."""
     for item in items:
-        if "kafka_cluster" in getattr(item, "fixturenames", ()):
+        if uses_kafka_cluster(item):
             item.add_marker(pytest.mark.xdist_group("kafka"))
+
+
+KAFKA_TEST_FAILED = pytest.StashKey[bool]()
+KAFKA_TESTS_DONE = pytest.StashKey[set[str]]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if report.failed:
+        item.stash[KAFKA_TEST_FAILED] = True
+    return report
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """The session's Kafka cluster (three JVMs, a tenth of a core or more even when idle) stops once
+    every test of this process that uses it has passed, rather than at the end of the session.
+    After a failure it stays until the end, for a rerun (tests/kafka_python_reruns.py)."""
+    yield
+    if not uses_kafka_cluster(item) or item.stash.get(KAFKA_TEST_FAILED, False):
+        return
+    done = item.session.stash.setdefault(KAFKA_TESTS_DONE, set())
+    done.add(item.nodeid)
+    if done >= {i.nodeid for i in item.session.items if uses_kafka_cluster(i)}:
+        cluster = getattr(item, "funcargs", {}).get("kafka_cluster")
+        if isinstance(cluster, KafkaCluster):
+            cluster.close()  # the session's own teardown closes it again, which does nothing
 
 
 @pytest.fixture(autouse=True)
