@@ -201,6 +201,8 @@ def test_a_kafka_python_member_without_the_workarounds_stalls_and_the_harness_sa
     assert POLL_GAVE_UP in str(stall)
 
 
+# Marked as every test with kafka-python members is: it runs again if one of them really stalls.
+@pytest.mark.kafka_python
 def test_a_healthy_kafka_python_member_is_never_taken_for_a_stalled_one(
     coordinator: EmbeddedCoordinator,
 ) -> None:
