@@ -37,13 +37,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 KAFKA_TEST_FAILED = pytest.StashKey[bool]()
-KAFKA_TESTS_DONE = pytest.StashKey[set[str]]()
+KAFKA_TESTS_LEFT = pytest.StashKey[set[pytest.Item]]()
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
     report: pytest.TestReport = yield
-    if report.failed:
+    if report.failed and uses_kafka_cluster(item):
         item.stash[KAFKA_TEST_FAILED] = True
     return report
 
@@ -56,9 +56,12 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     yield
     if not uses_kafka_cluster(item) or item.stash.get(KAFKA_TEST_FAILED, False):
         return
-    done = item.session.stash.setdefault(KAFKA_TESTS_DONE, set())
-    done.add(item.nodeid)
-    if done >= {i.nodeid for i in item.session.items if uses_kafka_cluster(i)}:
+    session = item.session
+    if KAFKA_TESTS_LEFT not in session.stash:  # the tests selected to run, known by now
+        session.stash[KAFKA_TESTS_LEFT] = {i for i in session.items if uses_kafka_cluster(i)}
+    left = session.stash[KAFKA_TESTS_LEFT]
+    left.discard(item)
+    if not left:
         cluster = getattr(item, "funcargs", {}).get("kafka_cluster")
         if isinstance(cluster, KafkaCluster):
             cluster.close()  # the session's own teardown closes it again, which does nothing
