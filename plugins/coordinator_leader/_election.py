@@ -332,15 +332,17 @@ class LeaderElection:
         return self
 
     def close(self, timeout: float = 30.0) -> None:
-        """Step down if leading, leave the group (the others elect a successor at once) and stop.
-        Idempotent."""
+        """Step down if leading, leave the group (the others elect a successor at once) and stop,
+        waiting at most about ``timeout`` seconds in all for the election thread and the
+        coordinator's answer to the leave. Idempotent."""
         if self._closing.is_set():
             return
+        deadline = time.monotonic() + timeout
         self._closing.set()
         self._member.wakeup()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._member.close(timeout)
+        self._member.close(max(deadline - time.monotonic(), 0.0))
         self._step_down("the election closed", forget_leader=True)
 
     def __enter__(self) -> LeaderElection:

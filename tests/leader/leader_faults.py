@@ -71,7 +71,14 @@ class Candidate(MemberProcess):
         has not reported ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
         wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
         self.send_signal(signal.SIGTERM)
-        self.process.wait(timeout)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.send_signal(signal.SIGUSR1)  # its threads' stacks, to stderr
+            time.sleep(0.5)
+            raise AssertionError(
+                f"{self.label} did not exit within {timeout} s of SIGTERM\n{self.last_output(80)}"
+            ) from None
 
     def leading(self) -> bool:
         """By its reports: elected and neither revoked since nor gone."""

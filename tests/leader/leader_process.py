@@ -22,12 +22,13 @@ machine, so the timestamps of different processes compare), ``name`` and ``event
   the term it lost right after its first check. ``t`` of a ``term`` is when it was printed.
 
 SIGTERM closes the election (the leader steps down and leaves, the others elect at once) and
-exits; so does the end of the parent process.
+exits; so does the end of the parent process. SIGUSR1 prints every thread's stack to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -71,6 +72,7 @@ def main() -> None:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that waits in vain asks
     election = LeaderElection(
         args.group,
         args.bootstrap,

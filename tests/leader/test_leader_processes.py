@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from coordinator_leader import LeaderElection
 from leader_faults import (
     Candidate,
     ProxiedCoordinator,
@@ -220,6 +221,36 @@ def test_partition_of_the_leader(fast_config: CoordinatorConfig) -> None:
         finally:
             finish(candidates)
         assert_safe(candidates)
+
+
+def test_close_is_bounded_by_its_timeout_when_the_coordinator_does_not_answer(
+    fast_config: CoordinatorConfig,
+) -> None:
+    """A leader cut off from the coordinator (its connections blackholed, nothing closed) still
+    closes within the ``timeout`` it gives ``close``: the unanswered LeaveGroup is given up, the
+    leadership is stepped down from, and the election thread is stopped."""
+    revoked: list[float] = []
+    with ProxiedCoordinator(fast_config) as proxied:
+        election = LeaderElection(
+            "cut-off",
+            proxied.proxied,
+            "a",
+            session_timeout_ms=3000,
+            client_id="leader-a",
+            on_revoked=lambda: revoked.append(time.monotonic()),
+        )
+        election.start()
+        try:
+            assert election.wait_until_leader(30)
+            proxied.drop("leader-a")
+            t0 = time.monotonic()
+            election.close(timeout=2.0)
+            took = time.monotonic() - t0
+        finally:
+            proxied.heal("leader-a")
+            election.close()
+    assert 2.0 <= took < 4.0, took  # the leave waited its 2 s; stopping the threads is quick
+    assert not election.is_leader() and revoked
 
 
 # 60 in the suite (about 40 s); the figures in docs/leader.md are from a run of 200
