@@ -288,11 +288,10 @@ def _serve(args: argparse.Namespace) -> int:
                 if len(server.listeners) > 1
                 else []
             )
-            if listener.host != advertised.rsplit(":", 1)[0]:
+            listened = f"{listener.host}:{server.ports[listener.name]}"
+            if listened != advertised:
                 notes.append(f"clients connect to {advertised}")
-            where = f"{listener.host}:{server.ports[listener.name]}" + (
-                f" ({'; '.join(notes)})" if notes else ""
-            )
+            where = listened + (f" ({'; '.join(notes)})" if notes else "")
             print(f"coordinator listening on {where}", flush=True)
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
@@ -1172,8 +1171,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--advertised-listeners",
         metavar="LIST",
-        help="advertised.listeners: NAME://HOST:PORT separated by commas, the host clients of each "
-        "listener are told to connect to (default: the listened host, or 127.0.0.1 for all addresses)",
+        help="advertised.listeners: NAME://HOST:PORT separated by commas, the address clients of each "
+        "listener are told to connect to (default: the listened host, or 127.0.0.1 for all addresses, "
+        "and the listened port; port 0 here also means the listened port)",
     )
     serve.add_argument(
         "--allow-anonymous",

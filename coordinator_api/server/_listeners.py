@@ -33,6 +33,9 @@ class Listener:
     :param advertised_host: the host that Metadata and FindCoordinator answers on this listener
         name (Kafka's ``advertised.listeners``); defaults to ``host``, or 127.0.0.1 when
         listening on all addresses.
+    :param advertised_port: the port those answers name; defaults to the port listened on. Give
+        another when clients reach the listener through something that forwards another port to
+        it (a proxy, a NAT, a container's published port), as ``advertised.listeners`` can.
     :param allow_anonymous: accept clients that do not authenticate (neither SASL nor a
         required client certificate) on an address other than loopback. Off by default: such
         a listener refuses to start, unless the authorizer is on and closed to principals no
@@ -47,6 +50,7 @@ class Listener:
     tls: TlsSettings | None = None
     sasl: SaslSettings | None = None
     advertised_host: str | None = None
+    advertised_port: int | None = None
     allow_anonymous: bool = False
 
     def __post_init__(self) -> None:
@@ -56,6 +60,15 @@ class Listener:
             )
         if not isinstance(self.port, int) or isinstance(self.port, bool) or not 0 <= self.port <= 65535:
             raise ConfigurationError(f"listener {self.name}: port must be 0..65535, got {self.port!r}")
+        if self.advertised_port is not None and (
+            not isinstance(self.advertised_port, int)
+            or isinstance(self.advertised_port, bool)
+            or not 1 <= self.advertised_port <= 65535
+        ):
+            raise ConfigurationError(
+                f"listener {self.name}: advertised_port must be 1..65535 (or None: the port listened "
+                f"on), got {self.advertised_port!r}"
+            )
         if not isinstance(self.host, str):
             raise ConfigurationError(f"listener {self.name}: host must be a string, got {self.host!r}")
         if self.tls is not None and not isinstance(self.tls, TlsSettings):
@@ -111,8 +124,9 @@ def parse_listeners(
 ) -> list[Listener]:
     """Listeners from Kafka's notation: ``listeners`` (``NAME://HOST:PORT,...``), with
     ``listener.security.protocol.map`` (``NAME:PROTOCOL,...``) for names that are not a
-    security protocol themselves, and ``advertised.listeners`` (``NAME://HOST:PORT``; the
-    advertised port must be the listened one here, as no proxy sits between).
+    security protocol themselves, and ``advertised.listeners`` (``NAME://HOST:PORT``: what
+    Metadata and FindCoordinator answer on that listener; a port of 0 there means the port
+    listened on).
 
     ``tls`` and ``sasl`` go to every listener whose protocol needs them (Kafka's broker-wide
     ``ssl.*`` and ``sasl.*`` settings).
@@ -133,7 +147,7 @@ def parse_listeners(
     entries = [_parse_entry(e, what="listeners") for e in _items(spec)]
     if not entries:
         raise ConfigurationError("listeners: expected NAME://HOST:PORT[,NAME://HOST:PORT...], got nothing")
-    advertised_hosts = _advertised(advertised, entries)
+    advertised_at = _advertised(advertised, entries)
     listeners = []
     for name, host, port in entries:
         found = protocols.get(name)
@@ -156,7 +170,8 @@ def parse_listeners(
                 port=port,
                 tls=tls if wants_tls else None,
                 sasl=sasl if wants_sasl else None,
-                advertised_host=advertised_hosts.get(name),
+                advertised_host=advertised_at[name][0] if name in advertised_at else None,
+                advertised_port=advertised_at[name][1] if name in advertised_at else None,
                 allow_anonymous=allow_anonymous,
             )
         )
@@ -206,21 +221,19 @@ def _parse_entry(entry: str, *, what: str) -> tuple[str, str, int]:
     return match["name"].upper(), match["host"].strip("[]"), port
 
 
-def _advertised(spec: str | None, entries: Sequence[tuple[str, str, int]]) -> Mapping[str, str]:
+def _advertised(
+    spec: str | None, entries: Sequence[tuple[str, str, int]]
+) -> Mapping[str, tuple[str, int | None]]:
+    """Listener name -> the host and port (None: the one listened on) it advertises."""
     if not spec:
         return {}
-    listened = {name: port for name, _, port in entries}
-    hosts: dict[str, str] = {}
+    names = {name for name, _, _ in entries}
+    found: dict[str, tuple[str, int | None]] = {}
     for entry in _items(spec):
         name, host, port = _parse_entry(entry, what="advertised listeners")
-        if name not in listened:
+        if name not in names:
             raise ConfigurationError(f"advertised listeners: {name} is not one of the listeners")
-        if port != listened[name]:
-            raise ConfigurationError(
-                f"advertised listeners: {name} must advertise the port it listens on "
-                f"({listened[name]}), got {port}"
-            )
         if not host:
             raise ConfigurationError(f"advertised listeners: {name} needs a host, got {entry!r}")
-        hosts[name] = host
-    return hosts
+        found[name] = (host, port or None)
+    return found

@@ -211,11 +211,16 @@ class CoordinatorServer:
         """``host:port`` of the first listener, as clients are told to connect to it."""
         return self.bootstrap_servers_of(self.listeners[0].name)
 
+    def _client_port(self, listener: Listener) -> int:
+        """The port clients are told to connect to on ``listener`` (0 until started, unless
+        advertised)."""
+        return listener.advertised_port or self.ports.get(listener.name, 0)
+
     def bootstrap_servers_of(self, listener: str) -> str:
         """``host:port`` of the listener of that name, as clients are told to connect to it."""
         for candidate in self.listeners:
             if candidate.name == listener:
-                return f"{candidate.client_host}:{self.ports.get(listener, 0)}"
+                return f"{candidate.client_host}:{self._client_port(candidate)}"
         raise ConfigurationError(
             f"no listener named {listener!r}; there are {', '.join(lis.name for lis in self.listeners)}"
         )
@@ -583,7 +588,7 @@ class CoordinatorServer:
                 message,
                 node_id=self.config.node_id,
                 host=conn.listener.client_host,
-                port=self.ports[conn.listener.name],
+                port=self._client_port(conn.listener),
                 refused=refused,
             )
         if key in _wire.ACL_APIS:
@@ -661,7 +666,7 @@ class CoordinatorServer:
                 topics,
                 node_id=self.config.node_id,
                 host=conn.listener.client_host,
-                port=self.ports[conn.listener.name],
+                port=self._client_port(conn.listener),
                 cluster_id=self.config.cluster_id,
                 refused=frozenset(refused),
                 creation_refused=frozenset(not_created),

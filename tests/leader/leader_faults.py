@@ -1,31 +1,22 @@
 """Helpers for tests/leader/test_leader_processes.py: candidate processes, a coordinator behind a
 TCP proxy that can partition one member from it, and the leadership timeline checks.
 
-**Why the proxy sits at the advertised address.** A Kafka client only bootstraps through
-``bootstrap_servers``: it then connects to the address the coordinator advertises in Metadata and
-FindCoordinator. So a proxy that is merely a member's bootstrap address would be bypassed.
-:class:`ProxiedCoordinator` runs :class:`~coordinator_api.server.CoordinatorServer` on
-``127.0.0.1:P`` with ``advertised_host="127.0.0.2"`` and :class:`PartitionProxy` on
-``127.0.0.2:P`` (the whole of 127.0.0.0/8 is loopback on Linux), forwarding to ``127.0.0.1:P``:
-every member's coordinator connection goes through the proxy whatever its bootstrap address. The
-proxy reads the header of the first request of each connection, which names the client
-(``client_id``, ``leader-<name>`` for a candidate), and :meth:`PartitionProxy.drop` blackholes
-the connections of one client only: it stops forwarding in both directions without closing
-anything (bytes and closes wait in the proxy, new connections are accepted and held), as a
-network partition would; :meth:`PartitionProxy.heal` lets everything through again.
+:class:`ProxiedCoordinator` runs an :class:`~coordinator_api.EmbeddedCoordinator` on
+``127.0.0.1:P`` that advertises the port ``Q`` of a :class:`tcp_proxy.ProxyThread` on
+``127.0.0.1:Q``, forwarding to ``P``: every member's coordinator connection goes through the
+proxy whatever its bootstrap address (a client connects to the address the coordinator
+advertises). The proxy tells candidates apart by the ``client_id`` of each connection's first
+request (``leader-<name>``) and can blackhole one candidate's connections
+(:meth:`ProxiedCoordinator.drop`, :meth:`ProxiedCoordinator.heal`); see tcp_proxy.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import os
 import signal
-import struct
 import subprocess
-import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from member_processes import MemberProcess, check_no_crash, wait_for
+from tcp_proxy import ProxyThread
 
-from coordinator_api import CoordinatorConfig
-from coordinator_api.server import CoordinatorServer
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, Listener
 
 LEADER_PROCESS = Path(__file__).parent / "leader_process.py"
 
@@ -224,168 +215,50 @@ def epochs_grow(terms: list[Term]) -> list[str]:
 # --- a coordinator whose members can be partitioned ---------------------------------------------------
 
 
-def _client_id(frame: bytes) -> str | None:
-    """The client id in a request header (api key, api version, correlation id, client id)."""
-    if len(frame) < 10:
-        return None
-    (length,) = struct.unpack_from(">h", frame, 8)
-    if length < 0 or len(frame) < 10 + length:
-        return None
-    return frame[10 : 10 + length].decode("utf-8", "replace")
-
-
-class PartitionProxy:
-    """TCP forwarding from ``listen`` to ``target`` that can blackhole one client's connections."""
-
-    def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
-        self.listen = listen
-        self.target = target
-        self._open: dict[str, asyncio.Event] = {}
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self.clients: set[str] = set()  # client ids seen
-
-    def _gate(self, client_id: str) -> asyncio.Event:
-        gate = self._open.get(client_id)
-        if gate is None:
-            gate = self._open[client_id] = asyncio.Event()
-            gate.set()
-        return gate
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, *self.listen)
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for gate in self._open.values():
-            gate.set()
-        for w in list(self._writers):
-            w.close()
-
-    def set_dropped(self, client_id: str, dropped: bool) -> None:
-        gate = self._gate(client_id)
-        if dropped:
-            gate.clear()
-        else:
-            gate.set()
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            head = await reader.readexactly(4)
-            (size,) = struct.unpack(">i", head)
-            frame = await reader.readexactly(size)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-            return
-        client_id = _client_id(frame) or "?"
-        self.clients.add(client_id)
-        gate = self._gate(client_id)
-        await gate.wait()
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        self._writers.add(up_writer)
-        up_writer.write(head + frame)
-        await asyncio.gather(
-            self._pump(reader, up_writer, gate), self._pump(up_reader, writer, gate), return_exceptions=True
-        )
-        self._writers.discard(writer)
-        self._writers.discard(up_writer)
-
-    async def _pump(
-        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, gate: asyncio.Event
-    ) -> None:
-        try:
-            while True:
-                data = await source.read(65536)
-                await gate.wait()  # a partition holds the bytes (and the close) until it heals
-                if not data:
-                    break
-                sink.write(data)
-                await sink.drain()
-        finally:
-            sink.close()
-
-
 class ProxiedCoordinator:
-    """The embedded coordinator (``CoordinatorServer`` in a thread of its own) on
-    ``127.0.0.1:P``, advertising ``127.0.0.2:P`` where a :class:`PartitionProxy` forwards to it.
-    See the module docstring."""
+    """The embedded coordinator on ``127.0.0.1:P``, advertising ``127.0.0.1:Q`` where a
+    :class:`tcp_proxy.ProxyThread` forwards to it. See the module docstring."""
 
-    def __init__(self, config: CoordinatorConfig, advertised_host: str = "127.0.0.2") -> None:
+    def __init__(self, config: CoordinatorConfig) -> None:
         self.config = config
-        self.advertised_host = advertised_host
-        self.server: CoordinatorServer | None = None
-        self.proxy: PartitionProxy | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
+        self.proxy = ProxyThread()
+        self.coordinator: EmbeddedCoordinator | None = None
 
     def __enter__(self) -> ProxiedCoordinator:
-        started: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._thread = threading.Thread(target=asyncio.run, args=(self._main(started),), daemon=True)
-        self._thread.start()
-        started.result(10)
+        self.proxy.__enter__()
+        try:
+            listener = Listener(port=0, advertised_port=self.proxy.port)
+            self.coordinator = EmbeddedCoordinator(config=self.config, listeners=[listener]).__enter__()
+        except BaseException:
+            self.proxy.__exit__(None, None, None)
+            raise
+        self.proxy.target = ("127.0.0.1", self.coordinator.port)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._loop is not None and self._stopped is not None and self._thread is not None
-        self._loop.call_soon_threadsafe(self._stopped.set)
-        self._thread.join(10)
-
-    async def _main(self, started: concurrent.futures.Future[None]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stopped = asyncio.Event()
+        assert self.coordinator is not None
         try:
-            self.server = CoordinatorServer(
-                host="127.0.0.1", port=0, config=self.config, advertised_host=self.advertised_host
-            )
-            await self.server.start()
-            self.proxy = PartitionProxy(
-                (self.advertised_host, self.server.port), ("127.0.0.1", self.server.port)
-            )
-            await self.proxy.start()
-        except BaseException as exc:
-            started.set_exception(exc)
-            return
-        started.set_result(None)
-        await self._stopped.wait()
-        await self.proxy.close()
-        await self.server.close()
+            self.proxy.__exit__(*exc)
+        finally:
+            self.coordinator.__exit__(None, None, None)
 
     @property
     def direct(self) -> str:
         """The coordinator's own address (members still reach it through the proxy afterwards)."""
-        assert self.server is not None
-        return f"127.0.0.1:{self.server.port}"
+        assert self.coordinator is not None
+        return f"127.0.0.1:{self.coordinator.port}"
 
     @property
     def proxied(self) -> str:
-        """The proxy's address."""
-        assert self.server is not None
-        return f"{self.advertised_host}:{self.server.port}"
-
-    def _set(self, client_id: str, dropped: bool) -> None:
-        assert self._loop is not None and self.proxy is not None
-        proxy = self.proxy
-
-        async def apply() -> None:
-            proxy.set_dropped(client_id, dropped)
-
-        asyncio.run_coroutine_threadsafe(apply(), self._loop).result(5)
+        """The proxy's address, which the coordinator advertises."""
+        return f"127.0.0.1:{self.proxy.port}"
 
     def drop(self, client_id: str) -> float:
         """Partition ``client_id`` from the coordinator; returns the moment it took effect."""
-        self._set(client_id, True)
-        return time.monotonic()
+        return self.proxy.drop(client_id)
 
     def heal(self, client_id: str) -> float:
-        self._set(client_id, False)
-        return time.monotonic()
+        return self.proxy.heal(client_id)
 
 
 def agreed_leader(candidates: list[Candidate]) -> Candidate | None:

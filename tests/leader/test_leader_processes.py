@@ -166,9 +166,9 @@ def test_partition_of_the_leader(fast_config: CoordinatorConfig) -> None:
 
     The proxy: a client connects to the address the coordinator *advertises* (Metadata,
     FindCoordinator), not to its bootstrap address, so a proxy that were only the partitioned
-    member's bootstrap address would be bypassed. This test runs ``CoordinatorServer`` on
-    127.0.0.1:P advertising 127.0.0.2:P, where a TCP proxy (leader_faults.PartitionProxy)
-    forwards to it: every member's coordinator traffic crosses the proxy, which tells members
+    member's bootstrap address would be bypassed. This test runs the coordinator on
+    127.0.0.1:P advertising the port Q of a TCP proxy on 127.0.0.1:Q (tcp_proxy.ProxyThread)
+    that forwards to it: every member's coordinator traffic crosses the proxy, which tells members
     apart by the ``client_id`` of each connection's first request. ``c1`` (the first to join,
     hence the leader) bootstraps through the proxy, ``c2`` and ``c3`` at the coordinator itself.
     Dropping ``c1`` stops forwarding its connections both ways without closing them.

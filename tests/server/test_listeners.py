@@ -26,6 +26,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka_tools import _call, _connect
+from tcp_proxy import ProxyThread
 from test_sasl import PASSWORD
 
 from coordinator_api import (
@@ -170,14 +171,19 @@ def test_listeners_from_kafkas_notation(pki: dict[str, Path], sasl: SaslSettings
     parsed = parse_listeners(
         "INTERNAL://127.0.0.1:9092, external://[::1]:9093",
         protocol_map="INTERNAL:PLAINTEXT,EXTERNAL:sasl_ssl",
-        advertised="EXTERNAL://coordinator.example.com:9093",
+        advertised="EXTERNAL://coordinator.example.com:19093",
         tls=tls,
         sasl=sasl,
     )
-    assert [(lis.name, lis.host, lis.port, lis.security_protocol, lis.client_host) for lis in parsed] == [
-        ("INTERNAL", "127.0.0.1", 9092, "PLAINTEXT", "127.0.0.1"),
-        ("EXTERNAL", "::1", 9093, "SASL_SSL", "coordinator.example.com"),
+    assert [
+        (lis.name, lis.host, lis.port, lis.security_protocol, lis.client_host, lis.advertised_port)
+        for lis in parsed
+    ] == [
+        ("INTERNAL", "127.0.0.1", 9092, "PLAINTEXT", "127.0.0.1", None),
+        ("EXTERNAL", "::1", 9093, "SASL_SSL", "coordinator.example.com", 19093),
     ]
+    # Port 0 advertises the port listened on (the one a listener on port 0 is given).
+    assert parse_listeners("PLAINTEXT://127.0.0.1:0", advertised="PLAINTEXT://h:0")[0].advertised_port is None
     assert parsed[1].tls is tls and parsed[1].sasl is sasl and parsed[0].tls is None
 
 
@@ -199,7 +205,7 @@ def test_listeners_from_kafkas_notation(pki: dict[str, Path], sasl: SaslSettings
         ),
         ("PLAINTEXT://127.0.0.1:1", {"tls": "yes"}, "no listener is SSL or SASL_SSL"),
         ("PLAINTEXT://127.0.0.1:1", {"advertised": "OTHER://h:1"}, "OTHER is not one of the listeners"),
-        ("PLAINTEXT://127.0.0.1:1", {"advertised": "PLAINTEXT://h:2"}, "advertise the port it listens on"),
+        ("PLAINTEXT://127.0.0.1:1", {"advertised": "PLAINTEXT://:2"}, "PLAINTEXT needs a host"),
     ],
 )
 def test_bad_listener_settings_are_refused_in_one_line(
@@ -209,6 +215,38 @@ def test_bad_listener_settings_are_refused_in_one_line(
         options = {**options, "tls": TlsSettings(certfile=pki["server"])}
     with pytest.raises(ConfigurationError, match=message):
         parse_listeners(spec, **options)
+
+
+@pytest.mark.parametrize("port", [0, -1, 65536, True, "9092", 9.5])
+def test_a_bad_advertised_port_is_refused(port: Any) -> None:
+    with pytest.raises(ConfigurationError, match=r"advertised_port must be 1\.\.65535"):
+        Listener(advertised_port=port)
+
+
+def test_clients_are_told_the_advertised_port() -> None:
+    """Metadata and FindCoordinator name the advertised port, not the one listened on: a client
+    that bootstraps at the listener itself then reaches the group's coordinator at the
+    advertised address (here a TCP proxy on 127.0.0.1, as a NAT or a container's published port
+    would forward)."""
+    with ProxyThread() as proxy:
+        listener = Listener(port=0, advertised_port=proxy.port)
+        with EmbeddedCoordinator(listeners=[listener], config=CONFIG) as coordinator:
+            proxy.target = ("127.0.0.1", coordinator.port)
+            assert coordinator.port != proxy.port
+            assert coordinator.bootstrap_servers == f"127.0.0.1:{proxy.port}"
+            admin = KafkaAdminClient(
+                bootstrap_servers=f"127.0.0.1:{coordinator.port}", client_id="told-the-advertised-port"
+            )
+            try:
+                assert admin.describe_cluster()["brokers"] == [
+                    {"broker_id": 0, "host": "127.0.0.1", "port": proxy.port, "rack": None}
+                ]
+                assert (
+                    admin.describe_groups(["behind-the-proxy"])["behind-the-proxy"]["group_state"] == "Dead"
+                )
+            finally:
+                admin.close()
+            assert "told-the-advertised-port" in proxy.clients  # it followed the advertised port
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "", "10.1.2.3"])
