@@ -59,6 +59,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
+from member_processes import recording_membership
 
 from coordinator_api import CoordinatorConfig, CoordinatorStartError, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
@@ -358,27 +359,6 @@ def server(**config: Any) -> Iterator[tuple[EmbeddedCoordinator, Sockets]]:
 def srv() -> Iterator[tuple[EmbeddedCoordinator, Sockets]]:
     with server(max_request_bytes=MAX_REQUEST) as pair:
         yield pair
-
-
-@contextlib.contextmanager
-def recording_membership() -> Iterator[list[MembershipEvent]]:
-    events: list[MembershipEvent] = []
-
-    class Recorder(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            doc = getattr(record, "membership_event", None)
-            if doc is not None:
-                events.append(MembershipEvent(**doc))
-
-    logger = logging.getLogger("coordinator_api.server.membership")
-    handler, level = Recorder(), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield events
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 # --- 1. malformed frames close only their own connection ------------------------------------
@@ -772,7 +752,7 @@ class ConsumerThread:
 
 
 def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() -> None:
-    with recording_membership() as events, server() as (coordinator, connect):
+    with recording_membership() as membership, server() as (coordinator, connect):
         bystander = Bystander(stable_raw_member(connect, "bystander", session_ms=BYSTANDER_SESSION_MS))
         bystander.start()
         consumers = [ConsumerThread(coordinator.bootstrap_servers, f"kp-{i}") for i in range(2)]
@@ -799,9 +779,7 @@ def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() 
             intruder.close()
 
             def intruders() -> list[MembershipEvent]:
-                return [
-                    e for e in events if e.kind == "joined" and (e.member_id or "").startswith("intruder")
-                ]
+                return [e for e in membership.of("joined") if (e.member_id or "").startswith("intruder")]
 
             wait_for(lambda: bool(intruders()), 3, "the intruder's JoinGroup to reach the group")
             # The parked intruder holds the rebalance at most until the rebalance timeout; the
@@ -817,8 +795,10 @@ def test_member_disconnecting_mid_rebalance_does_not_stall_kafka_python_group() 
             )
             (intruder_joined,) = intruders()
             intruder_id = intruder_joined.member_id
-            assert any(e.member_id == intruder_id and e.kind in ("removed", "expired") for e in events)
-            generations = [e for e in events if e.group_id == "rebalancing" and e.kind == "generation"]
+            assert any(
+                e.member_id == intruder_id and e.kind in ("removed", "expired") for e in membership.events
+            )
+            generations = membership.of("generation", "rebalancing")
             assert generations[-1].detail.endswith("members=2")
         finally:
             for c in consumers:
