@@ -57,9 +57,11 @@ class Candidate(MemberProcess):
         self.process.wait()
         self.killed_at = time.monotonic()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Graceful: SIGTERM makes it close its election; wait until it exited. (A process that
-        has not reported ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
+    def stop(self, timeout: float = 45.0) -> None:
+        """Graceful: SIGTERM makes it close its election; wait until it exited, past the 30 s
+        bound of its close and the few seconds that stopping its threads takes: a process still
+        there then has a close that is not bounded. (A process that has not reported
+        ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
         wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
         self.send_signal(signal.SIGTERM)
         try:

@@ -10,7 +10,8 @@ machine, so the timestamps of different processes compare), ``name`` and ``event
 
 * ``started``; ``elected`` (``epoch``, printed by ``on_elected``); ``revoked`` (by
   ``on_revoked``); ``leader`` (``leader``: the leader's name or null, ``epoch``) whenever
-  ``leader()`` changes; ``closing`` and ``closed``;
+  ``leader()`` changes; ``closing`` and ``closed`` (``took``: seconds the close took; one that
+  takes more than 5 s prints every thread's stack to stderr as it goes on);
 * ``term`` (``epoch``, ``first``, ``last``, ``checks``): the moments this process saw itself
   lead. Like a leader doing work, the main thread calls ``is_leader()`` every ``--check-ms``;
   ``first`` is the start of the first call of the term that said True, ``last`` the end of the
@@ -39,6 +40,9 @@ import time
 from typing import Any
 
 from coordinator_leader import LeaderElection
+
+CLOSE_TIMEOUT_S = 30.0  # LeaderElection.close's bound
+SLOW_CLOSE_S = 5.0
 
 _lock = threading.Lock()
 _name = {"value": ""}
@@ -121,8 +125,12 @@ def main() -> None:
             stop.wait(check_s)
     end_term()
     emit("closing")
-    election.close()
-    emit("closed")
+    closing_at = time.monotonic()
+    # A close that takes long prints every thread's stack to stderr as it goes on.
+    faulthandler.dump_traceback_later(SLOW_CLOSE_S)
+    election.close(timeout=CLOSE_TIMEOUT_S)
+    faulthandler.cancel_dump_traceback_later()
+    emit("closed", took=time.monotonic() - closing_at)
 
 
 if __name__ == "__main__":
