@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from leader_process import CLOSE_TIMEOUT_S, SLOW_CLOSE_S
 from member_processes import MemberProcess, check_no_crash, wait_for
 from tcp_proxy import ProxyThread
 
@@ -58,10 +57,10 @@ class Candidate(MemberProcess):
         self.process.wait()
         self.killed_at = time.monotonic()
 
-    def stop(self, timeout: float = CLOSE_TIMEOUT_S + 15.0) -> None:
-        """Graceful: SIGTERM makes it close its election; wait until it exited, past the bound
-        of its close and the few seconds that stopping its threads takes: a process still there
-        then has a close that is not bounded. (A process that has not reported
+    def stop(self, timeout: float = 45.0) -> None:
+        """Graceful: SIGTERM makes it close its election; wait until it exited, past the 30 s
+        bound of its close and the few seconds that stopping its threads takes: a process still
+        there then has a close that is not bounded. (A process that has not reported
         ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
         wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
         self.send_signal(signal.SIGTERM)
@@ -73,11 +72,6 @@ class Candidate(MemberProcess):
             raise AssertionError(
                 f"{self.label} did not exit within {timeout} s of SIGTERM\n{self.last_output(80)}"
             ) from None
-
-    def slow_closes(self) -> list[float]:
-        """How long each close that took more than ``SLOW_CLOSE_S`` took (it printed its stacks
-        to stderr meanwhile)."""
-        return [r["took"] for r in self.events("closed") if r["took"] > SLOW_CLOSE_S]
 
     def leading(self) -> bool:
         """By its reports: elected and neither revoked since nor gone."""
