@@ -429,6 +429,7 @@ class IncrementalMember:
         self.interval_s = group.interval_s
         self.joining = True  # until an answer accepts it; again after being fenced
         self.task: asyncio.Task[None] | None = None
+        self._beat: asyncio.Task[Any] | None = None  # the heartbeat in flight
         self._next_at = 0.0
 
     def acked(self) -> bool:
@@ -438,13 +439,23 @@ class IncrementalMember:
         self._next_at = now() + delay
         self.task = asyncio.get_running_loop().create_task(self._run())
 
-    async def stop(self) -> None:
-        if self.task is not None:
-            task, self.task = self.task, None
-            task.cancel()
-            await asyncio.wait([task])  # cancelled, or failed already: never raises here
-            if not task.cancelled() and task.exception() is not None:
-                self.group.errors[f"member task: {task.exception()!r}"] += 1
+    async def stop(self, *, answered: bool = False) -> None:
+        """Stop heartbeating. A heartbeat in flight is dropped, or with ``answered`` its answer
+        is awaited and acted on first, so that the member keeps the epoch the coordinator last
+        gave it (an answer dropped may have moved it on)."""
+        if self.task is None:
+            return
+        task, self.task = self.task, None
+        task.cancel()
+        await asyncio.wait([task])  # cancelled, or failed already: never raises here
+        beat, self._beat = self._beat, None
+        if beat is not None and not beat.done():
+            if not answered:
+                beat.cancel()
+            await asyncio.wait([beat])
+        failed = task if not task.cancelled() else beat  # the task fails with its heartbeat
+        if failed is not None and not failed.cancelled() and failed.exception() is not None:
+            self.group.errors[f"member task: {failed.exception()!r}"] += 1
 
     def _request(self) -> Any:
         g = self.group
@@ -533,8 +544,9 @@ class IncrementalMember:
             if delay > 0:
                 await asyncio.sleep(delay)
             sent = now()
+            self._beat = asyncio.ensure_future(self.heartbeat_once())
             try:
-                reply = await self.heartbeat_once()
+                reply = await asyncio.shield(self._beat)  # stop() decides the heartbeat's fate
             except (ConnectionError, OSError) as exc:
                 self.group.errors[f"connection: {type(exc).__name__}"] += 1
                 raise
@@ -1268,16 +1280,8 @@ class RateGroup:
     async def run_once(self, args: argparse.Namespace) -> None:
         """The members send ConsumerGroupHeartbeat back to back for ``--heartbeat-seconds``."""
         members = [m for m in self.group.members if isinstance(m, IncrementalMember)]
-        for m in members:
-            await m.stop()
         started_s = time.monotonic()
-        cpu = CpuWindow(self.server.pid)
-        answered, errors, workers_cpu_s = await blast_heartbeats(
-            self.server.address, self.group, members, args
-        )
-        figures = cpu.figures()
-        figures["loadgen_cpu_s"] += workers_cpu_s
-        figures["others_cores"] = max(0.0, figures["others_cores"] - workers_cpu_s / figures["wall_s"])
+        answered, errors, figures = await blast_heartbeats(self.server, self.group, members, args)
         for m in members:
             m.start(0.0)
         per_second = answered / args.heartbeat_seconds
@@ -1285,14 +1289,15 @@ class RateGroup:
             {
                 "started_s": started_s,
                 "answered": answered,
-                "errors": errors,
+                "errors": dict(errors),
                 "per_second": per_second,
                 "server_cpu_us_per_heartbeat": figures["server_cpu_s"] / answered * 1e6 if answered else None,
                 **figures,
             }
         )
         print(
-            f"  heartbeats {self.label:<6} {len(members)} members: {per_second:,.0f}/s, errors {errors}, "
+            f"  heartbeats {self.label:<6} {len(members)} members: {per_second:,.0f}/s, "
+            f"errors {dict(errors) or 0}, "
             f"server {figures['server_cpu_s'] / figures['wall_s']:.2f} cores, load generator "
             f"{figures['loadgen_cpu_s'] / figures['wall_s']:.2f} cores, "
             f"others {figures['others_cores']:.2f}",
@@ -1349,25 +1354,21 @@ async def heartbeat_rates(
 
 
 async def blast_heartbeats(
-    address: str, group: Group, members: list[IncrementalMember], args: argparse.Namespace
-) -> tuple[int, int, float]:
-    """The members (stopped) send heartbeats back to back for ``--heartbeat-seconds``, from
+    server: Server, group: Group, members: list[IncrementalMember], args: argparse.Namespace
+) -> tuple[int, Counter[str], dict[str, float]]:
+    """The members send heartbeats back to back for ``--heartbeat-seconds``, from
     ``--heartbeat-generators`` processes of their own (one Python process saturates before a
-    server does): answered, errors, and the CPU seconds the processes used.
+    server does): answered, errors by name, and the CPU figures of the run (:class:`CpuWindow`,
+    the processes' CPU counted as the load generator's).
 
-    Each process gets its job, connects and says ``ready``; once all have, they are given one
-    start time just ahead, so that however long they took to start (seconds on a loaded
-    machine) they all send for the same ``--heartbeat-seconds``."""
-    shares = [members[i :: args.heartbeat_generators] for i in range(args.heartbeat_generators)]
-    work = [
-        {
-            "address": address,
-            "group_id": group.group_id,
-            "members": [[m.member_id, m.epoch] for m in share],
-            "seconds": args.heartbeat_seconds,
-        }
-        for share in shares
-        if share
+    Each process is told how many connections to open, opens them and says ``ready``; the
+    members keep heartbeating meanwhile, since starting the processes can take longer than a
+    session on a loaded machine. Once all are ready the members stop (each heartbeat in flight
+    answered first, so that every epoch is the coordinator's), and the processes are given the
+    members and one start time just ahead, so that they all send for the same
+    ``--heartbeat-seconds``."""
+    shares = [
+        s for s in (members[i :: args.heartbeat_generators] for i in range(args.heartbeat_generators)) if s
     ]
     workers = [
         await asyncio.create_subprocess_exec(
@@ -1379,51 +1380,72 @@ async def blast_heartbeats(
             env=_child_env(),
             cwd=REPO,
         )
-        for _ in work
+        for _ in shares
     ]
     try:
-        for worker, job in zip(workers, work, strict=True):
+        for worker, share in zip(workers, shares, strict=True):
             assert worker.stdin is not None
-            worker.stdin.write(json.dumps(job).encode() + b"\n")
+            opening = {"address": server.address, "connections": len(share)}
+            worker.stdin.write(json.dumps(opening).encode() + b"\n")
         for worker in workers:
             assert worker.stdout is not None
             said = await asyncio.wait_for(worker.stdout.readline(), args.trial_timeout)
             if said.strip() != b"ready":
                 raise BenchError(f"a heartbeat generator said {said!r} instead of ready")
+        await asyncio.gather(*(m.stop(answered=True) for m in members))
+        cpu = CpuWindow(server.pid)
         start = time.time() + 0.2
-        outputs = await asyncio.gather(*(w.communicate(f"{start}\n".encode()) for w in workers))
+        jobs = [
+            {
+                "group_id": group.group_id,
+                "members": [[m.member_id, m.epoch] for m in share],
+                "seconds": args.heartbeat_seconds,
+                "start": start,
+            }
+            for share in shares
+        ]
+        outputs = await asyncio.gather(
+            *(w.communicate(json.dumps(job).encode() + b"\n") for w, job in zip(workers, jobs, strict=True))
+        )
+        figures = cpu.figures()
     finally:
         for worker in workers:
             if worker.returncode is None:
                 worker.kill()
                 await worker.wait()
-    answered = errors = 0
+    answered = 0
+    errors: Counter[str] = Counter()
     cpu_s = 0.0
     for worker, (stdout, _) in zip(workers, outputs, strict=True):
         if worker.returncode != 0:
             raise BenchError(f"a heartbeat generator exited with {worker.returncode}")
         result = json.loads(stdout)
         answered += result["answered"]
-        errors += result["errors"]
+        errors.update(result["errors"])
         cpu_s += result["cpu_s"]
-    return answered, errors, cpu_s
+    figures["loadgen_cpu_s"] += cpu_s
+    figures["others_cores"] = max(0.0, figures["others_cores"] - cpu_s / figures["wall_s"])
+    return answered, errors, figures
 
 
 def heartbeat_worker() -> int:
-    """One heartbeat generator (``--heartbeat-worker``): the job as a JSON line on stdin; it
-    connects, prints ``ready``, then reads the start time (a line, seconds since the epoch) and
-    prints the counts as JSON."""
-    job = json.loads(sys.stdin.readline())
+    """One heartbeat generator (``--heartbeat-worker``), told by JSON lines on stdin: first the
+    address and how many connections to open, then, after it printed ``ready``, the group, the
+    members with their epochs, the seconds and the start time (seconds since the epoch). It
+    prints the counts as JSON, the errors by name."""
+    opening = json.loads(sys.stdin.readline())
 
     async def run() -> dict[str, Any]:
-        conns = [await connect(job["address"]) for _ in job["members"]]
+        conns = await connect_many(opening["address"], opening["connections"])
         print("ready", flush=True)
-        start = float(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+        job = json.loads(await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline))
+        start = job["start"]
         end = start + job["seconds"]
-        answered = errors = 0
+        answered = 0
+        errors: Counter[str] = Counter()
 
         async def beat(conn: Connection, member_id: str, epoch: int) -> None:
-            nonlocal answered, errors
+            nonlocal answered
             await asyncio.sleep(max(0.0, start - time.time()))
             while time.time() < end:
                 request = steady_heartbeat(job["group_id"], member_id, epoch)
@@ -1433,14 +1455,14 @@ def heartbeat_worker() -> int:
                 if reply.error_code == 0:
                     answered += 1
                 else:
-                    errors += 1
+                    errors[_error_name(reply.error_code)] += 1
 
         cpu0 = time.process_time()
         await asyncio.gather(*(beat(c, m, e) for c, (m, e) in zip(conns, job["members"], strict=True)))
         cpu_s = time.process_time() - cpu0
         for conn in conns:
             conn.close()
-        return {"answered": answered, "errors": errors, "cpu_s": cpu_s}
+        return {"answered": answered, "errors": dict(errors), "cpu_s": cpu_s}
 
     print(json.dumps(asyncio.run(run())))
     return 0
