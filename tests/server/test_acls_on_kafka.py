@@ -885,12 +885,18 @@ def test_consumer_group_requests_are_authorized_as_on_kafka(
         ours=[("cg", -(2**31))],  # Kafka's "not asked for"
     )
     # Not refused, but no consumer group: a classic group is said to be one, a group that does not
-    # exist not found (Kafka's group coordinator's messages).
+    # exist not found (Kafka's group coordinator's messages). The classic group is a simple one
+    # made here (offsets committed without membership): the tests may run on different workers,
+    # each with servers of its own, so none leans on groups another test made.
+    simple_commit = commit_request("shared-simple", ("", -1), [("t", 0)])
+    for server in servers.values():
+        (topic,) = server.call("alice", simple_commit, OffsetCommitResponse).topics
+        assert [p.error_code for p in topic.partitions] == [ErrorCode.NONE], (server.name, topic)
     assert same(
-        "ConsumerGroupDescribe as alice: shared-x (a classic group)", describe("alice", "shared-x")
+        "ConsumerGroupDescribe as alice: shared-simple (a classic group)", describe("alice", "shared-simple")
     ) == (
         [],
-        [("shared-x", ErrorCode.GROUP_ID_NOT_FOUND, "Group shared-x is not a consumer group.", 0)],
+        [("shared-simple", ErrorCode.GROUP_ID_NOT_FOUND, "Group shared-simple is not a consumer group.", 0)],
     )
     assert same("ConsumerGroupDescribe as admin: nope", describe("admin", "nope")) == (
         [],
