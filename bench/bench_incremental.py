@@ -429,7 +429,8 @@ class IncrementalMember:
         self.interval_s = group.interval_s
         self.joining = True  # until an answer accepts it; again after being fenced
         self.task: asyncio.Task[None] | None = None
-        self._beat: asyncio.Task[Any] | None = None  # the heartbeat in flight
+        self._in_flight = False  # a heartbeat sent and not yet answered
+        self._stopping = False  # stop after the answer in flight
         self._next_at = 0.0
 
     def acked(self) -> bool:
@@ -446,16 +447,14 @@ class IncrementalMember:
         if self.task is None:
             return
         task, self.task = self.task, None
-        task.cancel()
-        await asyncio.wait([task])  # cancelled, or failed already: never raises here
-        beat, self._beat = self._beat, None
-        if beat is not None and not beat.done():
-            if not answered:
-                beat.cancel()
-            await asyncio.wait([beat])
-        failed = task if not task.cancelled() else beat  # the task fails with its heartbeat
-        if failed is not None and not failed.cancelled() and failed.exception() is not None:
-            self.group.errors[f"member task: {failed.exception()!r}"] += 1
+        if answered and self._in_flight:
+            self._stopping = True  # the task ends once it has acted on the answer
+        else:
+            task.cancel()
+        await asyncio.wait([task])  # ended, cancelled, or failed already: never raises here
+        self._stopping = False
+        if not task.cancelled() and task.exception() is not None:
+            self.group.errors[f"member task: {task.exception()!r}"] += 1
 
     def _request(self) -> Any:
         g = self.group
@@ -544,12 +543,16 @@ class IncrementalMember:
             if delay > 0:
                 await asyncio.sleep(delay)
             sent = now()
-            self._beat = asyncio.ensure_future(self.heartbeat_once())
+            self._in_flight = True
             try:
-                reply = await asyncio.shield(self._beat)  # stop() decides the heartbeat's fate
+                reply = await self.heartbeat_once()
             except (ConnectionError, OSError) as exc:
                 self.group.errors[f"connection: {type(exc).__name__}"] += 1
                 raise
+            finally:
+                self._in_flight = False
+            if self._stopping:
+                return
             error = reply.error_code
             if error in RETRIABLE:
                 self._next_at = now() + 0.1
