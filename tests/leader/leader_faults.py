@@ -57,12 +57,14 @@ class Candidate(MemberProcess):
         self.process.wait()
         self.killed_at = time.monotonic()
 
-    def stop(self, timeout: float = 45.0) -> None:
-        """Graceful: SIGTERM makes it close its election; wait until it exited, past the 30 s
-        bound of its close and the few seconds that stopping its threads takes: a process still
-        there then has a close that is not bounded. (A process that has not reported
-        ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
-        wait_for(lambda: self.events("started") or not self.alive, timeout, f"{self.label} to start")
+    def stop(self) -> None:
+        """Graceful: SIGTERM makes it close its election; wait until it exited, past the bound
+        of its close (which it reports when it starts) and the few seconds that stopping its
+        threads takes: a process still there then has a close that is not bounded. (A process
+        that has not reported ``started`` yet may not handle SIGTERM yet: wait for that first.)"""
+        wait_for(lambda: self.events("started") or not self.alive, 45.0, f"{self.label} to start")
+        started = self.events("started")
+        timeout = started[0]["close_timeout_s"] + 15.0 if started else 0.0  # else it is gone
         self.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout)

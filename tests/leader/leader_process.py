@@ -89,7 +89,7 @@ def main() -> None:
         client_id=f"leader-{args.name}",
     )
     election.start()
-    emit("started", pid=os.getpid())
+    emit("started", pid=os.getpid(), close_timeout_s=CLOSE_TIMEOUT_S)
 
     term: dict[str, Any] | None = None  # the term being observed: epoch, first, last, checks
     known: tuple[str | None, int] | None = None
@@ -130,7 +130,8 @@ def main() -> None:
     faulthandler.dump_traceback_later(SLOW_CLOSE_S)
     election.close(timeout=CLOSE_TIMEOUT_S)
     faulthandler.cancel_dump_traceback_later()
-    emit("closed", took=time.monotonic() - closing_at)
+    took = time.monotonic() - closing_at
+    emit("closed", took=took, slow=took > SLOW_CLOSE_S)
 
 
 if __name__ == "__main__":

@@ -353,12 +353,12 @@ def test_soak_of_random_faults(fast_config: CoordinatorConfig, tmp_path: Path) -
             "leaderless_s": round(sum(during), 2),
         },
         "overlap_details": overlapping[:20],
-        # Graceful closes that took more than 5 s (each printed its stacks to its stderr).
+        # Graceful closes the candidate found slow (each printed its stacks to its stderr).
         "slow_closes": [
             {"who": c.label, "took_s": round(r["took"], 1), "stderr": c.stderr.name}
             for c in everyone
             for r in c.events("closed")
-            if r["took"] > 5.0
+            if r["slow"]
         ],
     }
     path = tmp_path / "leader_soak.json"
