@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from coordinator_api._demo_fleet import Context, DemoError, Fleet, MembershipRecorder, Narrator, Timing
+from coordinator_api._demo_fleet import Context, DemoError, Fleet, Narrator, Timing
 from coordinator_api._demo_parts import (
     CONSUMER_GROUP,
     CONSUMER_PARTITIONS,
@@ -46,7 +46,7 @@ from coordinator_api._demo_parts import (
     run_streams,
 )
 from coordinator_api._signals import exit_on_sigterm
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, MembershipRecorder
 
 PARTS = ("coordinator", "leader", "consumer", "streams", "spark")
 

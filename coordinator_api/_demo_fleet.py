@@ -6,7 +6,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-import logging
 import math
 import os
 import queue
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from coordinator_api.server import MembershipEvent
+from coordinator_api.server import MembershipEvent, MembershipRecorder
 
 if TYPE_CHECKING:
     from rich.status import Status
@@ -337,22 +336,6 @@ class Fleet:
                 if member_id.startswith(f"{m.name}-") or member_id.startswith(f"leader-{m.name}-"):
                     return m.name
         return member_id or "?"
-
-
-class MembershipRecorder(logging.Handler):
-    """Hands every membership event the embedded coordinator logs to the fleet."""
-
-    def __init__(self, sink: Callable[[MembershipEvent], None]) -> None:
-        super().__init__(logging.INFO)
-        self.sink = sink
-        self.created: list[tuple[float, MembershipEvent]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        doc = getattr(record, "membership_event", None)
-        if doc is not None:
-            event = MembershipEvent(**doc)
-            self.created.append((record.created, event))
-            self.sink(event)
 
 
 @dataclass

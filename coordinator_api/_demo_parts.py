@@ -137,7 +137,7 @@ def run_coordinator(ctx: Context, members: int, partitions: int) -> bool:
     say.event("end of the part: the members still running close")
     fleet.stop(list(group.values()))
     say.outcome(f"coordinator membership log of group {GROUP!r}")
-    for created, event in ctx.recorder.created:
+    for _, created, event in ctx.recorder.logged():
         if event.group_id != GROUP:
             continue
         who = f" member={event.member_id}" if event.member_id else ""

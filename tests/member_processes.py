@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -25,8 +24,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
-
-from coordinator_api.server import MembershipEvent
 
 KAFKA_MEMBER = Path(__file__).parent / "server" / "kafka_member.py"
 SHARD_MEMBER = Path(__file__).parent / "membership" / "shard_member.py"
@@ -352,48 +349,3 @@ def running_members(members: list[MemberProcess]) -> Iterator[list[MemberProcess
                 m.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 m.process.kill()
-
-
-class MembershipRecorder(logging.Handler):
-    """Collects the embedded coordinator's membership events (logged in this process as they
-    happen), each stamped with ``time.monotonic()``, the clock member processes report on."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.events: list[MembershipEvent] = []
-        self.times: list[float] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        doc = getattr(record, "membership_event", None)
-        if doc is not None:
-            self.events.append(MembershipEvent(**doc))
-            self.times.append(time.monotonic())
-
-    def of(self, kind: str, group: str | None = None) -> list[MembershipEvent]:
-        return [e for e in self.events if e.kind == kind and (group is None or e.group_id == group)]
-
-    def first(self, kind: str, member_prefix: str, after: float) -> float | None:
-        """When the coordinator first logged ``kind`` after ``after`` for a member id starting
-        with ``member_prefix``."""
-        return min(
-            (
-                t
-                for t, e in zip(self.times, self.events)
-                if t > after and e.kind == kind and (e.member_id or "").startswith(member_prefix)
-            ),
-            default=None,
-        )
-
-
-@contextmanager
-def recording_membership() -> Iterator[MembershipRecorder]:
-    logger = logging.getLogger("coordinator_api.server.membership")
-    recorder = MembershipRecorder()
-    saved = logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(recorder)
-    try:
-        yield recorder
-    finally:
-        logger.removeHandler(recorder)
-        logger.setLevel(saved)

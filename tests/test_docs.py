@@ -169,14 +169,24 @@ def test_testing_guide_commands_select_tests() -> None:
 
 
 def test_coordinator_guide_embedded_example_runs(tmp_path: Path) -> None:
-    example, _ = python_blocks("coordinator.md")
+    example, _, _ = python_blocks("coordinator.md")
     result = run_block(tmp_path / "embedded.py", example + "    print(bootstrap)\n")
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
 
 
+def test_coordinator_guide_membership_events_example_prints_what_it_says(tmp_path: Path) -> None:
+    _, example, _ = python_blocks("coordinator.md")
+    result = run_block(tmp_path / "membership_events.py", example)
+    assert result.returncode == 0, result.stderr
+    page = (DOCS / "coordinator.md").read_text()
+    said = re.search(r"prints `(True .*?)` and `(\['joined'.*?)`\.", page, re.DOTALL)
+    assert said is not None
+    assert result.stdout.splitlines() == [" ".join(line.split()) for line in said.groups()]
+
+
 def test_coordinator_guide_listeners_example_runs(tmp_path: Path) -> None:
-    _, example = python_blocks("coordinator.md")
+    _, _, example = python_blocks("coordinator.md")
     result = run_block(tmp_path / "listeners.py", example)
     assert result.returncode == 0, result.stderr
     internal, replicas = result.stdout.split()
@@ -285,8 +295,9 @@ PYTHON_BLOCKS_RUN_BY = {
         "tests/kafka/test_consumer_on_kafka.py (the Kafka-cluster example)",
     ),
     "docs/coordinator.md": (
-        2,
+        3,
         "tests/test_docs.py::test_coordinator_guide_embedded_example_runs, "
+        "tests/test_docs.py::test_coordinator_guide_membership_events_example_prints_what_it_says, "
         "tests/test_docs.py::test_coordinator_guide_listeners_example_runs",
     ),
     "docs/incremental.md": (

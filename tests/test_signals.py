@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from member_processes import recording_membership, wait_for
+from member_processes import wait_for
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, exit_on_sigterm
+from coordinator_api.server import recording_membership
 
 SESSION_MS = 30_000  # far longer than any bound below: a leave is what makes them hold
 

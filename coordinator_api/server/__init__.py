@@ -16,6 +16,7 @@ from coordinator_api.server._messages import (
     GroupState,
     MembershipEvent,
 )
+from coordinator_api.server._recording import MembershipRecorder, recording_membership
 from coordinator_api.server._sasl import SaslSettings
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server._state import GroupCoordinator
@@ -30,6 +31,8 @@ __all__ = [
     "GroupState",
     "Listener",
     "MembershipEvent",
+    "MembershipRecorder",
     "SaslSettings",
     "TlsSettings",
+    "recording_membership",
 ]

@@ -46,13 +46,14 @@ from coordinator_api.server._quotas import (
     percent_seconds,
     principal_name,
 )
+from coordinator_api.server._recording import MEMBERSHIP_LOGGER
 from coordinator_api.server._sasl import AuthenticationFailed, SaslExchange, SaslSettings
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
 from coordinator_api.server._tls import TlsSettings, certificate_principal
 
 log = logging.getLogger("coordinator_api.server")
-membership_log = logging.getLogger("coordinator_api.server.membership")
+membership_log = logging.getLogger(MEMBERSHIP_LOGGER)
 
 
 # Each api key served, by its number: the key and how it is served.

@@ -24,7 +24,6 @@ from coordinator_leader import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from member_processes import recording_membership
 
 from coordinator_api import (
     ConfigurationError,
@@ -35,6 +34,7 @@ from coordinator_api import (
     get_plugin_manager,
 )
 from coordinator_api._plugins import AssignorRegistry, PluginRegistry, hookimpl
+from coordinator_api.server import recording_membership
 
 SESSION_MS = 1200
 

@@ -36,9 +36,10 @@ from leader_faults import (
     start_candidates,
     stderr_of,
 )
-from member_processes import recording_membership, wait_for
+from member_processes import wait_for
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server import recording_membership
 
 NAMES = ("c1", "c2", "c3")
 

@@ -10,14 +10,13 @@ import pytest
 from member_processes import (
     SHARD_MEMBER,
     MemberProcess,
-    MembershipRecorder,
     check_no_crash,
-    recording_membership,
     running_members,
     wait_for,
 )
 
 from coordinator_api import EmbeddedCoordinator
+from coordinator_api.server import MembershipRecorder, recording_membership
 
 SHARDS = 12
 SETTLE_S = 60

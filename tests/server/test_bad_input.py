@@ -59,11 +59,10 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from kafka.record.memory_records import MemoryRecordsBuilder
-from member_processes import recording_membership
 
 from coordinator_api import CoordinatorConfig, CoordinatorStartError, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
-from coordinator_api.server import MembershipEvent
+from coordinator_api.server import MembershipEvent, recording_membership
 from coordinator_api.server._listeners import is_loopback
 
 HOST = "127.0.0.1"

@@ -17,16 +17,15 @@ from kafka.admin import KafkaAdminClient
 from kafka_tools import consumer_groups, probe_commit, raw_group, table
 from member_processes import (
     MemberProcess,
-    MembershipRecorder,
     overlapping_ownership,
     owned_exactly_once,
-    recording_membership,
     running_members,
     wait_for,
 )
 
 from coordinator_api import EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
+from coordinator_api.server import MembershipRecorder, recording_membership
 
 PARTITIONS = 12
 SESSION_MS = 3000

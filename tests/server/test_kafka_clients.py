@@ -19,16 +19,15 @@ from kafka.protocol.consumer.group import (
 from kafka.structs import OffsetAndMetadata
 from member_processes import (
     MemberProcess,
-    MembershipRecorder,
     overlapping_ownership,
     owned_exactly_once,
-    recording_membership,
     running_members,
     wait_for,
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
+from coordinator_api.server import MembershipRecorder, recording_membership
 
 PARTITIONS = 12
 SESSION_MS = 3000

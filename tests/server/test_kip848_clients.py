@@ -39,15 +39,14 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from member_processes import (
     MemberProcess,
-    MembershipRecorder,
     overlapping_ownership,
     owned_exactly_once,
-    recording_membership,
     running_members,
     wait_for,
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server import MembershipRecorder, recording_membership
 from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from coordinator_api.testing import KafkaCluster
 

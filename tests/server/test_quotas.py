@@ -114,7 +114,6 @@ from kafka_tools import JVM_OPTIONS, TOOL_TIMEOUT_S, _connect  # noqa: E402
 from member_processes import (  # noqa: E402
     MemberProcess,
     owned_exactly_once,
-    recording_membership,
     running_members,
     wait_for,
 )
@@ -122,7 +121,7 @@ from test_sasl import PASSWORD, authenticate  # noqa: E402
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, SaslSettings  # noqa: E402
 from coordinator_api._protocol import ErrorCode  # noqa: E402
-from coordinator_api.server import _wire  # noqa: E402
+from coordinator_api.server import _wire, recording_membership  # noqa: E402
 from coordinator_api.server._messages import HeartbeatResult  # noqa: E402
 from coordinator_api.server._quotas import (  # noqa: E402
     DEFAULT,
