@@ -10,15 +10,13 @@ owner has let it go, and no partition ever has two owners. ``pytest -s`` prints 
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from member_processes import MemberProcess, overlapping_ownership, running_members, wait_for
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server import MembershipRecorder, recording_membership
 
 PARTITIONS = 6
 CONFIG = CoordinatorConfig(
@@ -29,36 +27,17 @@ CONFIG = CoordinatorConfig(
 )
 
 
-class ServerLog(logging.Handler):
-    """The coordinator's membership events, stamped with the wall clock members report on."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.lines: list[tuple[float, str]] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        doc: dict[str, Any] | None = getattr(record, "membership_event", None)
-        if doc is not None and doc["kind"] in ("rebalance", "assigned", "left", "expired", "fenced"):
-            who = (doc.get("member_id") or "")[:8]
-            self.lines.append(
-                (
-                    time.time(),
-                    f"coordinator  {doc['kind']:<9} epoch {doc['generation_id']:<3} {who:<8} {doc['detail']}",
-                )
-            )
-
-
-@contextmanager
-def server_log() -> Iterator[ServerLog]:
-    logger = logging.getLogger("coordinator_api.server.membership")
-    handler, saved = ServerLog(), logger.level
-    logger.setLevel(logging.INFO)
-    logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(saved)
+def coordinator_lines(recorded: MembershipRecorder) -> list[tuple[float, str]]:
+    """The coordinator's membership events of the timeline, stamped with the wall clock members
+    report on."""
+    return [
+        (
+            wall,
+            f"coordinator  {e.kind:<9} epoch {e.generation_id:<3} {(e.member_id or '')[:8]:<8} {e.detail}",
+        )
+        for _, wall, e in recorded.logged()
+        if e.kind in ("rebalance", "assigned", "left", "expired", "fenced")
+    ]
 
 
 def settled(members: list[MemberProcess]) -> bool:
@@ -68,7 +47,7 @@ def settled(members: list[MemberProcess]) -> bool:
 
 def test_a_newcomer_takes_over_partitions_one_owner_at_a_time() -> None:
     with (
-        server_log() as log,
+        recording_membership() as recorded,
         EmbeddedCoordinator(topics={"events": PARTITIONS}, config=CONFIG) as coordinator,
     ):
         bootstrap = coordinator.bootstrap_servers
@@ -115,7 +94,7 @@ def test_a_newcomer_takes_over_partitions_one_owner_at_a_time() -> None:
     # Time 0 is when c3's process was ready (its JVM start is not the protocol's doing).
     origin = of("c3", "started")[0]["t"]
     lines = [(t, f"{name:<12} {r['event']:<9} {r.get('partitions', '')}") for t, name, r in reports]
-    lines += [(t, text) for t, text in log.lines if origin <= t <= window]
+    lines += [(t, text) for t, text in coordinator_lines(recorded) if origin <= t <= window]
     print(f"\nscale-out from 2 to 3 members: settled {(end - origin) * 1000:.0f} ms after c3 started")
     for t, text in sorted(lines):
         if t >= origin:
