@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -50,6 +52,7 @@ __all__ = [
 
 _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
+log = logging.getLogger(__name__)
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
 _SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # of a SASL listener (sasl_users)
 _STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -164,10 +167,41 @@ def kafka_classpath(cache_dir: str | os.PathLike[str] | None = None) -> str:
     return classpath
 
 
+_START_ATTEMPTS: Final = 3
+_PORT_TAKEN: Final = "Address already in use"
+_PICKED_PORTS: set[int] = set()  # handed out by this process, perhaps not bound yet
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel picks local ports from (outgoing connections, listeners on 0)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((_LOOPBACK, 0))
-        return int(s.getsockname()[1])
+    """A port free on loopback now, for a broker that binds it seconds later (after its storage
+    is formatted). It is picked below the ephemeral range: a port the kernel hands out (bind to
+    0) could meanwhile become the local port of any process's outgoing connection, and the
+    broker would fail with "Address already in use". Never one handed out before by this
+    process."""
+    low, _ = _ephemeral_ports()
+    candidates = range(max(1024, low - 16384), low) if low > 2048 else range(0)
+    for _ in range(200):
+        port = random.choice(candidates) if candidates else 0
+        if port in _PICKED_PORTS:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((_LOOPBACK, port))
+            except OSError:
+                continue
+            port = int(s.getsockname()[1])
+        _PICKED_PORTS.add(port)
+        return port
+    raise KafkaClusterError("no free port on loopback below the ephemeral range")
 
 
 def _stopped(pid: int) -> bool | None:
@@ -309,6 +343,20 @@ class KafkaBroker:
                 parts.append(f"--- broker {self.node_id} {name} ---\n" + "\n".join(text))
         return "\n".join(parts)
 
+    def lost_a_port(self) -> bool:
+        """Whether it exited because one of its ports was already bound by someone else."""
+        if self.process is None or self.process.poll() in (None, 0):
+            return False
+        for name in ("server.log", "console.log"):
+            path = self.directory / "logs" / name
+            if path.exists() and _PORT_TAKEN in path.read_text(encoding="utf-8", errors="replace"):
+                return True
+        return False
+
+
+class _PortTaken(KafkaClusterError):
+    """A broker could not bind a port picked free for it: the cluster may start again."""
+
 
 class KafkaCluster:
     """Apache Kafka :data:`KAFKA_VERSION` in KRaft mode on 127.0.0.1, for tests and benchmarks.
@@ -325,7 +373,10 @@ class KafkaCluster:
     ``__consumer_offsets`` replicated to every node (up to three), so a group survives the
     loss of its coordinator broker on a 3-node cluster. Groups get broker defaults suited to
     tests (no initial rebalance delay, sessions from 500 ms); ``broker_config`` overrides any
-    ``server.properties`` entry.
+    ``server.properties`` entry. Ports are picked free below the kernel's ephemeral range (where
+    another process's outgoing connection could take one before the broker binds it); if a
+    broker still finds one of its ports taken, the cluster starts again on other ports (up to
+    three times, each logged as a warning).
 
     :param brokers: how many nodes: 1, or 3 for fault tolerance (a majority must stay up).
     :param broker_config: extra ``server.properties`` entries for every node.
@@ -431,6 +482,18 @@ class KafkaCluster:
         if self._brokers:
             raise RuntimeError("this KafkaCluster is already started")
         self._classpath = kafka_classpath(self._cache_dir)
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                self._start_once()
+                return
+            except _PortTaken as exc:
+                # A port picked free may still be bound by someone else before the broker binds
+                # it: start again on other ports (and say so), rather than fail the cluster.
+                if attempt == _START_ATTEMPTS:
+                    raise
+                log.warning("a Kafka broker's port was taken; starting the cluster again: %s", exc)
+
+    def _start_once(self) -> None:
         self._directory = Path(tempfile.mkdtemp(prefix="coordinator-api-kafka-"))
         try:
             for node_id in range(1, self._size + 1):
@@ -462,6 +525,12 @@ class KafkaCluster:
                 lambda: self._topic_has_leaders("__consumer_offsets", _OFFSETS_PARTITIONS),
                 "__consumer_offsets to have leaders",
             )
+        except KafkaClusterError as exc:
+            taken = any(b.lost_a_port() for b in self._brokers.values())  # before its logs go
+            self.close()
+            if taken:
+                raise _PortTaken(str(exc)) from exc
+            raise
         except BaseException:
             self.close()
             raise

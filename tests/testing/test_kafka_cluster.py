@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -19,6 +21,7 @@ from coordinator_api.testing import (
     KAFKA_VERSION,
     KafkaCluster,
     KafkaToolsMissing,
+    _kafka_cluster,
     kafka_classpath,
 )
 
@@ -80,6 +83,35 @@ def test_close_leaves_no_process_and_no_files() -> None:
         assert cluster.coordinator_of("solo-group") == 1
     assert not psutil.pid_exists(pid)
     assert not directory.exists()
+
+
+def test_ports_are_picked_below_the_ephemeral_range_and_never_twice() -> None:
+    """Ports the kernel hands out can become any process's outgoing connection's local port in
+    the seconds before a broker binds them (it failed once in CI: "Address already in use")."""
+    low, _ = _kafka_cluster._ephemeral_ports()
+    ports = [_kafka_cluster._free_port() for _ in range(50)]
+    assert len(set(ports)) == len(ports)
+    assert all(1024 <= port < low for port in ports), (low, ports)
+
+
+def test_a_port_taken_before_its_broker_binds_it_starts_the_cluster_again(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        handed = [taken]  # the first port the cluster asks for is already someone's
+        pick = _kafka_cluster._free_port
+        monkeypatch.setattr(_kafka_cluster, "_free_port", lambda: handed.pop() if handed else pick())
+        with (
+            caplog.at_level(logging.WARNING, logger=_kafka_cluster.__name__),
+            KafkaCluster(brokers=1) as cluster,
+        ):
+            (broker,) = cluster.brokers
+            assert taken not in (broker.port, broker.controller_port)
+            assert cluster.coordinator_of("after-a-taken-port") == 1
+    assert [r.levelno for r in caplog.records if "port was taken" in r.getMessage()] == [logging.WARNING]
 
 
 def test_brokers_die_with_the_process_that_started_them(tmp_path: Path) -> None:
