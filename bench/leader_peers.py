@@ -36,19 +36,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from coordinator_api.testing import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 
 
 class PeerUnavailable(RuntimeError):
     """This server cannot run on this machine (the message says why)."""
-
-
-def free_port() -> int:
-    """A port nobody listens on right now (bind port 0, read it, release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def child_env() -> dict[str, str]:

@@ -19,6 +19,7 @@ from coordinator_api.testing._kafka_cluster import (
     KafkaCluster,
     KafkaClusterError,
     KafkaToolsMissing,
+    free_port,
     kafka_classpath,
 )
 from coordinator_api.testing._librdkafka_mock import (
@@ -40,5 +41,6 @@ __all__ = [
     "LibrdkafkaMockUnavailable",
     "MemberFactory",
     "TEST_JVM_OPTIONS",
+    "free_port",
     "kafka_classpath",
 ]

@@ -181,12 +181,12 @@ def _ephemeral_ports() -> tuple[int, int]:
         return 32768, 60999  # Linux's default
 
 
-def _free_port() -> int:
-    """A port free on loopback now, for a broker that binds it seconds later (after its storage
-    is formatted). It is picked below the ephemeral range: a port the kernel hands out (bind to
-    0) could meanwhile become the local port of any process's outgoing connection, and the
-    broker would fail with "Address already in use". Never one handed out before by this
-    process."""
+def free_port() -> int:
+    """A port free on 127.0.0.1 now, for a server another process binds later (a broker, after
+    its storage is formatted, seconds later). It is picked below the kernel's ephemeral range: a
+    port the kernel hands out (bind to 0) could meanwhile become the local port of any process's
+    outgoing connection, and the server would fail with "Address already in use". Never one
+    handed out before by this process."""
     low, _ = _ephemeral_ports()
     candidates = range(max(1024, low - 16384), low) if low > 2048 else range(0)
     for _ in range(200):
@@ -499,13 +499,13 @@ class KafkaCluster:
             for node_id in range(1, self._size + 1):
                 directory = self._directory / f"broker-{node_id}"
                 (directory / "logs").mkdir(parents=True)
-                sasl_port = _free_port() if self._sasl_users else None
-                ssl_port = _free_port() if self._tls is not None else None
-                sasl_ssl_port = _free_port() if self._tls is not None and self._sasl_users else None
+                sasl_port = free_port() if self._sasl_users else None
+                ssl_port = free_port() if self._tls is not None else None
+                sasl_ssl_port = free_port() if self._tls is not None and self._sasl_users else None
                 self._brokers[node_id] = KafkaBroker(
                     node_id,
-                    _free_port(),
-                    _free_port(),
+                    free_port(),
+                    free_port(),
                     directory,
                     sasl_port=sasl_port,
                     ssl_port=ssl_port,

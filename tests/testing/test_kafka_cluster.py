@@ -89,7 +89,7 @@ def test_ports_are_picked_below_the_ephemeral_range_and_never_twice() -> None:
     """Ports the kernel hands out can become any process's outgoing connection's local port in
     the seconds before a broker binds them (it failed once in CI: "Address already in use")."""
     low, _ = _kafka_cluster._ephemeral_ports()
-    ports = [_kafka_cluster._free_port() for _ in range(50)]
+    ports = [_kafka_cluster.free_port() for _ in range(50)]
     assert len(set(ports)) == len(ports)
     assert all(1024 <= port < low for port in ports), (low, ports)
 
@@ -102,8 +102,8 @@ def test_a_port_taken_before_its_broker_binds_it_starts_the_cluster_again(
         squatter.listen()
         taken = squatter.getsockname()[1]
         handed = [taken]  # the first port the cluster asks for is already someone's
-        pick = _kafka_cluster._free_port
-        monkeypatch.setattr(_kafka_cluster, "_free_port", lambda: handed.pop() if handed else pick())
+        pick = _kafka_cluster.free_port
+        monkeypatch.setattr(_kafka_cluster, "free_port", lambda: handed.pop() if handed else pick())
         with (
             caplog.at_level(logging.WARNING, logger=_kafka_cluster.__name__),
             KafkaCluster(brokers=1) as cluster,
