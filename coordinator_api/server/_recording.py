@@ -22,37 +22,38 @@ MEMBERSHIP_LOGGER = "coordinator_api.server.membership"
 class MembershipRecorder(logging.Handler):
     """Collects the membership events logged in this process as they happen.
 
-    ``events[i]`` was logged at ``times[i]`` (``time.monotonic()``) and ``wall_times[i]``
-    (``time.time()``, the log record's). ``on_event``, if given, is called with each event as it
+    Each is kept with the ``time.monotonic()`` and the wall-clock time (the log record's) at
+    which it was logged (:meth:`logged`). ``on_event``, if given, is called with each event as it
     is logged, on the coordinator's thread: it must be quick and must not raise.
     """
 
     def __init__(self, on_event: Callable[[MembershipEvent], None] | None = None) -> None:
         super().__init__(logging.INFO)
         self.on_event = on_event
-        self.events: list[MembershipEvent] = []
-        self.times: list[float] = []
-        self.wall_times: list[float] = []
-        self._logged = threading.Condition()
+        self._logged: list[tuple[float, float, MembershipEvent]] = []
+        self._changed = threading.Condition()
 
     def emit(self, record: logging.LogRecord) -> None:
         doc = getattr(record, "membership_event", None)
         if doc is None:
             return
         event = MembershipEvent(**doc)
-        with self._logged:  # readers see the three lists alike
-            self.events.append(event)
-            self.times.append(time.monotonic())
-            self.wall_times.append(record.created)
-            self._logged.notify_all()
+        with self._changed:
+            self._logged.append((time.monotonic(), record.created, event))
+            self._changed.notify_all()
         if self.on_event is not None:
             self.on_event(event)
 
     def logged(self) -> list[tuple[float, float, MembershipEvent]]:
         """Every event so far with its two times, ``(monotonic, wall, event)``, in the order
         logged: a copy, consistent while more events come."""
-        with self._logged:
-            return list(zip(self.times, self.wall_times, self.events, strict=True))
+        with self._changed:
+            return list(self._logged)
+
+    @property
+    def events(self) -> list[MembershipEvent]:
+        """Every event so far, in the order logged (a copy)."""
+        return [e for _, _, e in self.logged()]
 
     def of(self, kind: str | None = None, group: str | None = None) -> list[MembershipEvent]:
         """The events of ``kind`` (any if None) of ``group`` (any if None), in the order logged."""
@@ -68,16 +69,16 @@ class MembershipRecorder(logging.Handler):
         coordinator answers a request before it logs the events of it, so a client may know of
         a change a moment before its event is here.)"""
         deadline = time.monotonic() + timeout
-        with self._logged:
+        with self._changed:
             while True:
-                for e in self.events:
+                for _, _, e in self._logged:
                     if e.kind == kind and (group is None or e.group_id == group):
                         return e
                 left = deadline - time.monotonic()
                 if left <= 0:
                     where = f" of group {group!r}" if group is not None else ""
                     raise TimeoutError(f"no {kind!r} membership event{where} within {timeout} s")
-                self._logged.wait(left)
+                self._changed.wait(left)
 
     def first(self, kind: str, member_prefix: str, after: float) -> float | None:
         """When (``time.monotonic()``) ``kind`` was first logged after ``after`` for a member

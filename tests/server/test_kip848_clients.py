@@ -231,7 +231,7 @@ def logged(membership: MembershipRecorder, kind: str, group: str, member_id: str
     """Wall-clock times at which the coordinator logged ``kind`` for ``member_id``."""
     return [
         t + WALL_MINUS_MONOTONIC
-        for t, e in zip(list(membership.times), list(membership.events))
+        for t, _, e in membership.logged()
         if e.kind == kind and e.group_id == group and e.member_id == member_id
     ]
 
