@@ -3,7 +3,9 @@ cluster on 127.0.0.1."""
 
 from __future__ import annotations
 
+import compileall
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from member_processes import crash_watch
@@ -21,6 +23,22 @@ FAST_CONFIG = CoordinatorConfig(
     min_session_timeout_ms=500,
     connections_max_idle_ms=600_000,
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the project's modules to bytecode once, before any test starts a process.
+
+    The suite starts hundreds of Python processes (members, the CLI, benchmarks and their load
+    generators) that import this project from its source tree. Where Python writes no bytecode
+    (PYTHONDONTWRITEBYTECODE, set on the machines this suite is developed on), each of them
+    would compile every module it imports again: 0.6 s of the CLI's 1.1 s start. Compiled here
+    once, they all read it."""
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the controller compiled them before starting it
+    root = Path(__file__).resolve().parent.parent
+    for package in ("coordinator_api", "plugins", "bench", "tests", "contrib"):
+        compileall.compile_dir(root / package, quiet=1)
 
 
 def uses_kafka_cluster(item: pytest.Item) -> bool:

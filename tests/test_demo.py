@@ -209,15 +209,19 @@ def test_describe_prints_commands_that_inspect_the_groups_while_it_runs() -> Non
     try:
         printed = run.wait_for_line(r"^   coordinator-api (groups demo --bootstrap-server \S+)$", 30)
         run.wait_for_line(r"^   coordinator-api groups demo-leader --bootstrap-server \S+$", 5)
-        # While the first part's group is up (its members run on for seconds after joining),
-        # the printed command, run as printed, describes it.
+        # While the first part's group is up, the printed command, run as printed, describes it
+        # with the members it has then. Which ones depends on when the command gets there: the
+        # part SIGKILLs member-3 as soon as all have joined, and its 3 s session may run out
+        # before a CLI started on a loaded machine asks (member-1, which leaves last, is in the
+        # group until the part's last step, seconds later).
         run.wait_for_line(r"^== all members joined: settled", 60)
         result = subprocess.run(
             [*CLI, *printed[1].split()], capture_output=True, text=True, timeout=30, check=False
         )
         assert result.returncode == 0, result.stderr
-        for name in ("member-1", "member-2", "member-3"):
-            assert name in result.stdout, result.stdout
+        assert "protocol type demo-partitions" in result.stdout, result.stdout
+        described = set(re.findall(r"^  (member-\d+)-\S+ ", result.stdout, re.MULTILINE))
+        assert "member-1" in described and described <= {"member-1", "member-2", "member-3"}, result.stdout
         bootstrap = printed[1].split()[-1]
         listing = subprocess.run(
             [*CLI, "groups", "--bootstrap-server", bootstrap, "--json"],

@@ -28,6 +28,7 @@ from member_processes import (
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import MembershipRecorder, recording_membership
+from coordinator_api.testing import free_port
 
 PARTITIONS = 12
 SESSION_MS = 3000
@@ -282,8 +283,12 @@ def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(
     tmp_path: object, fast_config: CoordinatorConfig, membership: MembershipRecorder
 ) -> None:
     data_dir = str(tmp_path)
-    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=fast_config, data_dir=data_dir) as first:
-        port = first.port
+    # The second coordinator binds the first one's port again: one below the ephemeral range,
+    # which no outgoing connection can take as its local port in between.
+    port = free_port()
+    with EmbeddedCoordinator(
+        topics={"events": PARTITIONS}, config=fast_config, data_dir=data_dir, port=port
+    ) as first:
         members = [
             MemberProcess(
                 "kafka-python", first.bootstrap_servers, "dur-0", session_ms=10000, commit_every_ms=200
