@@ -40,6 +40,7 @@ from typing import Final, TypeVar
 
 from coordinator_api._inspect import find_coordinator
 from coordinator_api.server._tls import TlsSettings
+from coordinator_api.testing._jvm import SharedClasses, cache_root, shared_classes
 
 __all__ = [
     "KAFKA_VERSION",
@@ -53,6 +54,8 @@ __all__ = [
 _POM: Final = Path(__file__).parent / "kafka" / "pom.xml"
 _LOOPBACK: Final = "127.0.0.1"
 log = logging.getLogger(__name__)
+_STORAGE_TOOL: Final = "kafka.tools.StorageTool"
+_BROKER: Final = "kafka.Kafka"
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
 _SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # of a SASL listener (sasl_users)
 _STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -103,14 +106,6 @@ class KafkaClusterError(RuntimeError):
     """A broker did not start, stop or become ready in time; the message ends with its log."""
 
 
-def _cache_root() -> Path:
-    configured = os.environ.get("COORDINATOR_API_KAFKA_CACHE")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "coordinator-api"
-
-
 def _require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
@@ -132,7 +127,7 @@ def kafka_classpath(cache_dir: str | os.PathLike[str] | None = None) -> str:
     :raises KafkaClusterError: Maven could not resolve the jars; the message has its output.
     """
     _require("java")
-    root = Path(cache_dir) if cache_dir is not None else _cache_root()
+    root = Path(cache_dir) if cache_dir is not None else cache_root()
     home = root / f"kafka-{KAFKA_VERSION}"
     libs = home / "libs"
     classpath = f"{libs}{os.sep}*"
@@ -301,6 +296,7 @@ class KafkaBroker:
     ssl_port: int | None = None
     sasl_ssl_port: int | None = None
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    shared_classes: SharedClasses | None = field(default=None, repr=False)
     paused: bool = False
 
     @property
@@ -810,12 +806,13 @@ class KafkaCluster:
             settings["ssl.truststore.location"] = str(truststore)
         return settings
 
-    def _java(self, broker: KafkaBroker, main: str, *args: str) -> list[str]:
+    def _java(self, broker: KafkaBroker, shared: SharedClasses, main: str, *args: str) -> list[str]:
         return [
             _require("java"),
             f"-Xms{self._heap_mb // 2}m",
             f"-Xmx{self._heap_mb}m",
             *self._jvm_options,
+            *shared.options,
             "-Djava.awt.headless=true",
             f"-Dkafka.logs.dir={broker.directory / 'logs'}",
             f"-Dlog4j2.configurationFile={broker.directory / 'log4j2.properties'}",
@@ -833,19 +830,22 @@ class KafkaCluster:
             for mechanism in _SASL_MECHANISMS
             if mechanism.startswith("SCRAM")
         ]
+        shared = shared_classes(_STORAGE_TOOL, self._classpath)
         result = subprocess.run(
-            self._java(broker, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config, *scram),
+            self._java(broker, shared, _STORAGE_TOOL, "format", "-t", cluster_id, "-c", config, *scram),
             capture_output=True,
             text=True,
             check=False,
         )
+        shared.ended(result.returncode)
         if result.returncode != 0:
             raise KafkaClusterError(
                 f"formatting broker {broker.node_id}'s storage failed:\n{result.stdout}{result.stderr}"
             )
 
     def _launch(self, broker: KafkaBroker) -> None:
-        argv = self._java(broker, "kafka.Kafka", str(broker.directory / "server.properties"))
+        shared = broker.shared_classes = shared_classes(_BROKER, self._classpath, record=broker.node_id == 1)
+        argv = self._java(broker, shared, _BROKER, str(broker.directory / "server.properties"))
         setpriv = shutil.which("setpriv")
         if setpriv is not None:  # the kernel kills the broker when this process dies
             argv = [setpriv, "--pdeathsig", "KILL", *argv]
@@ -862,6 +862,8 @@ class KafkaCluster:
         if process.poll() is None:
             if broker.paused and sig != signal.SIGKILL:
                 process.send_signal(signal.SIGCONT)
+            if broker.shared_classes is not None and broker.shared_classes.recording is not None:
+                grace += 30.0  # it writes the archive of its classes as it exits
             process.send_signal(sig)
             try:
                 process.wait(grace)
@@ -869,6 +871,9 @@ class KafkaCluster:
                 process.kill()
                 process.wait()
         broker.paused = False
+        if broker.shared_classes is not None:
+            broker.shared_classes.ended(process.returncode)
+            broker.shared_classes = None
 
     def _wait(self, condition: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + self._start_timeout

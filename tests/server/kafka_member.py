@@ -32,6 +32,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 owned: set[int] = set()
@@ -282,10 +283,12 @@ def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
 def exec_java(argv: list[str]) -> None:
     """Become Apache Kafka's Java consumer (same pid, so the test's signals reach it)."""
     from coordinator_api.testing import kafka_classpath
+    from coordinator_api.testing._jvm import compiled
 
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "JavaMember.java")
+    kafka = kafka_classpath()
+    classes = compiled(Path(__file__).with_name("JavaMember.java"), kafka)
     java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
-    os.execvp("java", [*java, "-cp", kafka_classpath(), source, *argv])
+    os.execvp("java", [*java, "-cp", f"{kafka}{os.pathsep}{classes}", "JavaMember", *argv])
 
 
 def main() -> None:

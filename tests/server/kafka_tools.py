@@ -28,6 +28,7 @@ from kafka.protocol.consumer import (
 )
 
 from coordinator_api.testing import kafka_classpath
+from coordinator_api.testing._jvm import shared_classes
 
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 # A short-lived tool: a small heap and no JIT tiers beyond C1 start it fastest on a loaded machine.
@@ -56,14 +57,28 @@ class ToolRun:
 def consumer_groups(bootstrap: str, *args: str, timeout: float = TOOL_TIMEOUT_S) -> ToolRun:
     """Run ``kafka-consumer-groups --bootstrap-server <bootstrap> <args>`` and wait for it."""
     argv = ("--bootstrap-server", bootstrap, *args)
-    done = subprocess.run(
-        ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), CONSUMER_GROUP_COMMAND, *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    done = run_tool(CONSUMER_GROUP_COMMAND, *argv, timeout=timeout)
     return ToolRun(("kafka-consumer-groups", *argv), done.returncode, done.stdout, done.stderr)
+
+
+def run_tool(main: str, *args: str, timeout: float = TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Run the Kafka tool whose main class is ``main`` and wait for it; its classes are mapped
+    from the archive an earlier run of it recorded (three times quicker to start)."""
+    classpath = kafka_classpath()
+    shared = shared_classes(main, classpath)
+    returncode = -1
+    try:
+        done = subprocess.run(
+            ["java", *JVM_OPTIONS, *shared.options, "-cp", classpath, main, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        returncode = done.returncode
+        return done
+    finally:
+        shared.ended(returncode)
 
 
 # A column title: upper-case words joined by '-', or '#MEMBERS'; 'COORDINATOR (ID)' is one title.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +64,7 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
-from kafka_tools import JVM_OPTIONS, TOOL_TIMEOUT_S, _call, _connect
+from kafka_tools import _call, _connect, run_tool
 from test_sasl import PASSWORD, authenticate
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, SaslSettings
@@ -111,7 +110,6 @@ from coordinator_api.server.schemas import (
     GroupHeartbeatRequest,
     GroupHeartbeatResponse,
 )
-from coordinator_api.testing import kafka_classpath
 
 READ, DESCRIBE, ALL = AclOperation.READ, AclOperation.DESCRIBE, AclOperation.ALL
 GROUP, TOPIC, CLUSTER = Kind.GROUP, Kind.TOPIC, Kind.CLUSTER
@@ -1005,28 +1003,22 @@ def test_kafkas_own_kafka_acls_adds_and_lists_acls(coordinator: EmbeddedCoordina
         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         f'username="admin" password="{PASSWORD}";\n'
     )
-    tool = ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), "org.apache.kafka.tools.AclCommand"]
+    acls = "org.apache.kafka.tools.AclCommand"
     server = ["--bootstrap-server", coordinator.bootstrap_servers, "--command-config", str(properties)]
-    added = subprocess.run(
-        [
-            *tool,
-            *server,
-            "--add",
-            "--allow-principal",
-            "User:alice",
-            "--operation",
-            "Read",
-            "--group",
-            "app-",
-            "--resource-pattern-type",
-            "prefixed",
-            "--topic",
-            "t",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=TOOL_TIMEOUT_S,
-        check=False,
+    added = run_tool(
+        acls,
+        *server,
+        "--add",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "Read",
+        "--group",
+        "app-",
+        "--resource-pattern-type",
+        "prefixed",
+        "--topic",
+        "t",
     )
     assert added.returncode == 0, added.stdout + added.stderr
     admin = admin_client(coordinator)
@@ -1047,13 +1039,7 @@ def test_kafkas_own_kafka_acls_adds_and_lists_acls(coordinator: EmbeddedCoordina
         ("GROUP", "app-", "PREFIXED", "User:alice", "READ"),
         ("TOPIC", "t", "PREFIXED", "User:alice", "READ"),
     ]
-    listed = subprocess.run(
-        [*tool, *server, "--list", "--topic", "t", "--resource-pattern-type", "prefixed"],
-        capture_output=True,
-        text=True,
-        timeout=TOOL_TIMEOUT_S,
-        check=False,
-    )
+    listed = run_tool(acls, *server, "--list", "--topic", "t", "--resource-pattern-type", "prefixed")
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in listed.stdout, (
         listed.stdout

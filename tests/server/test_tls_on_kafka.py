@@ -20,6 +20,7 @@ it closes the connection without a TLS alert when it refuses a client certificat
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -45,6 +46,7 @@ from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, Listener, Sa
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users
 from coordinator_api.testing import KafkaCluster, kafka_classpath
+from coordinator_api.testing._jvm import compiled
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 USER = "alice"
@@ -336,8 +338,9 @@ def test_the_java_client_authenticates_with_each_mechanism_over_tls_and_without_
                 [f"{server} {protocol} wrong", bootstrap, protocol, "SCRAM-SHA-512", USER, "wrong", ca]
             )
     java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
+    kafka = kafka_classpath()
     done = subprocess.run(
-        [*java, "-cp", kafka_classpath(), str(PROBE)],
+        [*java, "-cp", f"{kafka}{os.pathsep}{compiled(PROBE, kafka)}", PROBE.stem],
         input="".join("\t".join(case) + "\n" for case in cases),
         capture_output=True,
         text=True,
