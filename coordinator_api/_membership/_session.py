@@ -442,8 +442,9 @@ class MembershipSession:
         """Wait until an acknowledgement in flight has been answered (the incremental protocol),
         at most until the member's lease runs out: the coordinator moves the member's epoch when
         it hears that the member gave partitions up, so a commit made in between would carry
-        the epoch it has just left (STALE_MEMBER_EPOCH; Kafka's consumer retries such a commit
-        with the new epoch)."""
+        the epoch it has just left and be refused STALE_MEMBER_EPOCH. (Kafka's consumer retries
+        its own commit before a revocation with the new epoch, and fails an application's
+        ``commitSync`` with CommitFailedException; waiting here, this member meets neither.)"""
         with self._driver.lock:
             while isinstance(self._machine, IncrementalMachine) and self._machine.acknowledging():
                 deadline, now = self._machine.lease_deadline(), self._clock()
