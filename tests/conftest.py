@@ -29,7 +29,7 @@ FAST_CONFIG = CoordinatorConfig(
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the project's modules to bytecode once, before any test starts a process.
 
-    The suite starts hundreds of Python processes (members, the CLI, benchmarks and their load
+    The suite starts many Python processes (members, the CLI, benchmarks and their load
     generators) that import this project from its source tree. Where Python writes no bytecode
     (PYTHONDONTWRITEBYTECODE, set on the machines this suite is developed on), each of them
     would compile every module it imports again: 0.6 s of the CLI's 1.1 s start. Compiled here

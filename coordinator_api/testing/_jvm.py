@@ -24,7 +24,7 @@ from typing import Final
 # Archives are a JVM's own business: what it says of them (a classpath that does not match, a
 # class it cannot archive) must not reach the output of the tool it runs.
 _QUIET: Final = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-_RECORDINGS = itertools.count()
+_SERIAL = itertools.count()  # names the files this process writes before moving them into place
 
 
 def cache_root() -> Path:
@@ -73,7 +73,7 @@ def shared_classes(program: str, classpath: str, *, record: bool = True) -> Shar
     if not record:
         return SharedClasses((), archive, None)
     archive.parent.mkdir(parents=True, exist_ok=True)
-    recording = archive.with_name(f"{archive.name}.{os.getpid()}-{next(_RECORDINGS)}.tmp")
+    recording = archive.with_name(f"{archive.name}.{os.getpid()}-{next(_SERIAL)}.tmp")
     return SharedClasses((*_QUIET, f"-XX:ArchiveClassesAtExit={recording}"), archive, recording)
 
 
@@ -91,7 +91,7 @@ def compiled(source: Path, classpath: str) -> Path:
     javac = shutil.which("javac")
     if javac is None:
         raise RuntimeError(f"javac is not on PATH: install a JDK 17+ to compile {source}")
-    staging = target.with_name(f"{target.name}.{os.getpid()}-{next(_RECORDINGS)}.tmp")
+    staging = target.with_name(f"{target.name}.{os.getpid()}-{next(_SERIAL)}.tmp")
     argv = [javac, "-cp", classpath, "-d", str(staging), str(source)]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:

@@ -36,7 +36,7 @@ from certificates import issue_pki
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
-from kafka_tools import _connect
+from kafka_tools import JVM_OPTIONS, _connect
 from member_processes import MemberProcess, running_members, wait_for
 from test_sasl import PASSWORD, authenticate
 from test_sasl_on_kafka import closed
@@ -337,10 +337,9 @@ def test_the_java_client_authenticates_with_each_mechanism_over_tls_and_without_
             cases.append(
                 [f"{server} {protocol} wrong", bootstrap, protocol, "SCRAM-SHA-512", USER, "wrong", ca]
             )
-    java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
     kafka = kafka_classpath()
     done = subprocess.run(
-        [*java, "-cp", f"{kafka}{os.pathsep}{compiled(PROBE, kafka)}", PROBE.stem],
+        ["java", *JVM_OPTIONS, "-cp", f"{kafka}{os.pathsep}{compiled(PROBE, kafka)}", PROBE.stem],
         input="".join("\t".join(case) + "\n" for case in cases),
         capture_output=True,
         text=True,
