@@ -36,11 +36,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from coordinator_api._inspect import find_coordinator
 from coordinator_api.server._tls import TlsSettings
 from coordinator_api.testing._jvm import SharedClasses, cache_root, shared_classes
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 __all__ = [
     "KAFKA_VERSION",
@@ -57,6 +60,7 @@ log = logging.getLogger(__name__)
 _STORAGE_TOOL: Final = "kafka.tools.StorageTool"
 _BROKER: Final = "kafka.Kafka"
 _OFFSETS_PARTITIONS: Final = 6  # few partitions of __consumer_offsets: quick to create and load
+_PROBE_TIMEOUT_MS: Final = 5000  # how long one poll of a starting cluster may wait (_probe)
 _SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # of a SASL listener (sasl_users)
 _STANDARD_AUTHORIZER: Final = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 # The principal of every PLAINTEXT connection, the nodes' own among them (see ``authorizer``).
@@ -892,12 +896,22 @@ class KafkaCluster:
                 raise KafkaClusterError(f"timed out after {self._start_timeout} s waiting for {what}\n{logs}")
             time.sleep(0.2)
 
-    def _registered(self) -> set[int]:
+    def _probe(self) -> KafkaAdminClient:
+        """An admin client for a condition :meth:`_wait` polls: it gives up within 5 s, so that
+        the loop soon sees a broker that exited (a port of a broker that died at start may be
+        held by another process's listening socket, which accepts and never answers: with
+        kafka-python's default 30 s bootstrap that cost half a minute each time)."""
         from kafka.admin import KafkaAdminClient
 
-        admin = KafkaAdminClient(
-            bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster", request_timeout_ms=5000
+        return KafkaAdminClient(
+            bootstrap_servers=self._live_bootstrap(),
+            client_id="kafka-cluster",
+            request_timeout_ms=_PROBE_TIMEOUT_MS,
+            bootstrap_timeout_ms=_PROBE_TIMEOUT_MS,
         )
+
+    def _registered(self) -> set[int]:
+        admin = self._probe()
         try:
             cluster = admin.describe_cluster()
         finally:
@@ -905,9 +919,7 @@ class KafkaCluster:
         return {b["broker_id"] for b in cluster["brokers"] if not b.get("is_fenced")}
 
     def _topic_has_leaders(self, name: str, partitions: int) -> bool:
-        from kafka.admin import KafkaAdminClient
-
-        admin = KafkaAdminClient(bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster")
+        admin = self._probe()
         try:
             (topic,) = admin.describe_topics([name])
         finally:
