@@ -4,6 +4,7 @@ cluster on 127.0.0.1."""
 from __future__ import annotations
 
 import compileall
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +34,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     generators) that import this project from its source tree. Where Python writes no bytecode
     (PYTHONDONTWRITEBYTECODE, set on the machines this suite is developed on), each of them
     would compile every module it imports again: 0.6 s of the CLI's 1.1 s start. Compiled here
-    once, they all read it."""
+    once, they all read it.
+
+    pytest too keeps the test modules it rewrites (for its assertions) only where Python writes
+    bytecode: it may here, in every pytest process of the suite, so that the suite's own pytest
+    runs (tests/test_docs.py, the plugin guide's) read what the workers rewrote while
+    collecting instead of rewriting every test module again."""
+    sys.dont_write_bytecode = False
     if hasattr(session.config, "workerinput"):
         return  # a pytest-xdist worker: the controller compiled them before starting it
     root = Path(__file__).resolve().parent.parent
