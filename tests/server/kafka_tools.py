@@ -31,6 +31,7 @@ from coordinator_api.testing import kafka_classpath
 from coordinator_api.testing._jvm import shared_classes
 
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs
 # A short-lived tool: a small heap and no JIT tiers beyond C1 start it fastest on a loaded machine.
 JVM_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 # Each run starts a JVM; on two loaded cores that alone can take several seconds.

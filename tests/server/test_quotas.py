@@ -110,7 +110,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["hammer"]:
 
 
 import pytest  # noqa: E402 - the hammer above runs without pytest
-from kafka_tools import JVM_OPTIONS, TOOL_TIMEOUT_S, _connect  # noqa: E402
+from kafka_tools import CONFIG_COMMAND, JVM_OPTIONS, TOOL_TIMEOUT_S, _connect  # noqa: E402
 from member_processes import (  # noqa: E402
     MemberProcess,
     owned_exactly_once,
@@ -845,7 +845,7 @@ def test_kafka_configs_sets_and_describes_quotas_as_the_operations_guide_shows(t
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / "kafka-configs.sh"
-    java = ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), "kafka.admin.ConfigCommand"]
+    java = ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), CONFIG_COMMAND]
     script.write_text(f'#!/bin/sh\nexec {shlex.join(java)} "$@"\n')
     script.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
