@@ -63,8 +63,8 @@ def shared_classes(program: str, classpath: str, *, record: bool = True) -> Shar
     ``java`` on ``PATH``), or, where there is none yet and ``record``, record it. The caller
     must call :meth:`SharedClasses.ended` when the JVM has ended.
 
-    None for a classpath with a directory on it: only classes from jars can be archived (a JVM
-    asked to archive a directory's fails as it exits)."""
+    No options for a classpath with a directory on it: only classes from jars can be archived (a
+    JVM asked to archive a directory's fails as it exits)."""
     archive = cache_root() / "cds" / f"{program}-{_key(classpath)}.jsa"
     if any(os.path.isdir(entry) for entry in classpath.split(os.pathsep)):
         return SharedClasses((), archive, None)

@@ -282,13 +282,14 @@ def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
 
 def exec_java(argv: list[str]) -> None:
     """Become Apache Kafka's Java consumer (same pid, so the test's signals reach it)."""
+    from kafka_tools import JVM_OPTIONS  # this file's folder is on sys.path: it runs as a script
+
     from coordinator_api.testing import kafka_classpath
     from coordinator_api.testing._jvm import compiled
 
     kafka = kafka_classpath()
     classes = compiled(Path(__file__).with_name("JavaMember.java"), kafka)
-    java = ["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"]
-    os.execvp("java", [*java, "-cp", f"{kafka}{os.pathsep}{classes}", "JavaMember", *argv])
+    os.execvp("java", ["java", *JVM_OPTIONS, "-cp", f"{kafka}{os.pathsep}{classes}", "JavaMember", *argv])
 
 
 def main() -> None:
