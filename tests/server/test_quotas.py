@@ -573,7 +573,17 @@ def test_a_client_over_its_request_quota_is_throttled_and_muted_while_a_group_be
             for name in ("rd-0", "rd-1")
         ]
         with running_members(group):
-            wait_for(lambda: owned_exactly_once(group, 4), 30, "the librdkafka group to own orders")
+            # Settled as the members see it, and as the coordinator has logged it: it answers the
+            # SyncGroups before it logs the group's "assigned", so a member may own its partitions
+            # a moment before that event is here.
+            wait_for(
+                lambda: (
+                    owned_exactly_once(group, 4)
+                    and [e.kind for e in membership.of(group="healthy")][-1:] == ["assigned"]
+                ),
+                30,
+                "the librdkafka group to own orders",
+            )
             settled = len(membership.events)
             probe = HeartbeatProbe(bootstrap)
             probe.start()
