@@ -108,6 +108,10 @@ RUN_ELSEWHERE: dict[tuple[str, str], tuple[str, str]] = {
         "tests/server/test_quotas.py::test_kafka_configs_sets_and_describes_quotas_as_the_operations_guide_shows",
         "it runs Kafka's own kafka-configs (the suite's Kafka release) against a coordinator",
     ),
+    ("docs/incremental.md", "kafka-configs.sh --bootstrap-server 127.0.0.1:9092 --alter"): (
+        "tests/server/test_group_configs.py::test_kafka_configs_sets_and_describes_a_groups_session_as_the_guide_shows",
+        "it runs Kafka's own kafka-configs (the suite's Kafka release) against a coordinator",
+    ),
     ("docs/testing.md", ".venv/bin/pytest -q tests/membership"): (
         "tests/test_docs.py::test_testing_guide_commands_select_tests",
         _SUITE,

@@ -13,7 +13,9 @@ to hand to the state machine, with the connection's principal and address, and g
   Kafka's error, in Kafka's order.
 
 Requests the shell answers itself (Metadata, FindCoordinator, the ACL APIs; the client quota
-APIs, DESCRIBE_CONFIGS or ALTER_CONFIGS on the cluster; DescribeUserScramCredentials, DESCRIBE
+APIs, DESCRIBE_CONFIGS or ALTER_CONFIGS on the cluster; DescribeConfigs and
+IncrementalAlterConfigs of a group, DESCRIBE_CONFIGS or ALTER_CONFIGS on it, and
+ListConfigResources, DESCRIBE_CONFIGS on the cluster; DescribeUserScramCredentials, DESCRIBE
 on the cluster) are checked there, with the same :class:`Requester`. Kafka's checks, per request:
 
 =========================  ===================================================================

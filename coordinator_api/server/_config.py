@@ -84,6 +84,17 @@ class CoordinatorConfig:
         coordinator, not the member, sets it.
     :param consumer_group_heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``: how
         often such members heartbeat.
+    :param consumer_group_min_session_timeout_ms: ``group.consumer.min.session.timeout.ms``: the
+        shortest session a group's own ``consumer.session.timeout.ms`` may set (Kafka's
+        ``kafka-configs --entity-type groups``; docs/incremental.md).
+    :param consumer_group_max_session_timeout_ms: ``group.consumer.max.session.timeout.ms``.
+    :param consumer_group_min_heartbeat_interval_ms:
+        ``group.consumer.min.heartbeat.interval.ms``: the same for
+        ``consumer.heartbeat.interval.ms``.
+    :param consumer_group_max_heartbeat_interval_ms:
+        ``group.consumer.max.heartbeat.interval.ms``. The four bounds only bound what groups
+        set for themselves; unlike Kafka's broker, the server's own session and interval may lie
+        outside them.
     :param consumer_group_assignors: ``group.consumer.assignors``: the server-side assignors
         consumer groups may ask for, found in the plugin registry (protocol type ``consumer``);
         the first is the default.
@@ -121,6 +132,10 @@ class CoordinatorConfig:
     heartbeat_hold_ms: int = 5000
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
+    consumer_group_min_session_timeout_ms: int = 45_000
+    consumer_group_max_session_timeout_ms: int = 60_000
+    consumer_group_min_heartbeat_interval_ms: int = 5_000
+    consumer_group_max_heartbeat_interval_ms: int = 15_000
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_group_max_size: int | None = None
     authorizer: bool = False
@@ -162,6 +177,15 @@ class CoordinatorConfig:
                 "consumer_group_heartbeat_interval_ms must be below consumer_group_session_timeout_ms "
                 f"({self.consumer_group_heartbeat_interval_ms} >= {self.consumer_group_session_timeout_ms})"
             )
+        for least, most in (
+            ("consumer_group_min_session_timeout_ms", "consumer_group_max_session_timeout_ms"),
+            ("consumer_group_min_heartbeat_interval_ms", "consumer_group_max_heartbeat_interval_ms"),
+        ):
+            if not 1 <= getattr(self, least) <= getattr(self, most):
+                raise ConfigurationError(
+                    f"{least} must be at least 1 and not exceed {most} "
+                    f"({getattr(self, least)}, {getattr(self, most)})"
+                )
         if self.consumer_group_max_size is not None and self.consumer_group_max_size < 1:
             raise ConfigurationError(
                 f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"

@@ -261,8 +261,9 @@ class ConsumerGroups:
         }
         self._assignors[PROTOCOL_TYPE] = dict(assignors)
         self._topics = topics
-        self._session_timeout_ms = session_timeout_ms
-        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self._timeouts = (session_timeout_ms, heartbeat_interval_ms)
+        # The session and interval of the groups that have their own (group configs, KIP-848).
+        self._own_timeouts: dict[str, tuple[int, int]] = {}
         self._max_group_size = max_group_size
         self._new_member_id = member_id_factory
         self._groups: dict[str, _Group] = {}
@@ -277,6 +278,22 @@ class ConsumerGroups:
 
     def group_ids(self) -> list[str]:
         return sorted(self._groups)
+
+    def timeouts(self, group_id: str) -> tuple[int, int]:
+        """The session and heartbeat interval, in ms, the coordinator gives the members of
+        ``group_id`` (which need not exist yet)."""
+        return self._own_timeouts.get(group_id, self._timeouts)
+
+    def set_timeouts(self, group_id: str, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """Give the members of ``group_id`` (now or later) this session and interval (a group
+        config). A member learns a new interval from its next heartbeat's answer, and each
+        heartbeat from then on starts a session of the new length, as Kafka's coordinator does:
+        a session already running is not cut short."""
+        timeouts = (session_timeout_ms, heartbeat_interval_ms)
+        if timeouts == self._timeouts:
+            self._own_timeouts.pop(group_id, None)
+        else:
+            self._own_timeouts[group_id] = timeouts
 
     def protocol_type(self, group_id: str) -> str:
         return self._groups[group_id].protocol_type
@@ -430,7 +447,7 @@ class ConsumerGroups:
                     member.classic = ClassicMembership(
                         session_timeout_ms=ms.classic_session_timeout_ms, protocols=ms.classic_protocols
                     )
-                member.session_deadline = now_ms + self._session_timeout(member)
+                member.session_deadline = now_ms + self._session_timeout(group.group_id, member)
                 group.members[member.member_id] = member
                 group.target[member.member_id] = frozenset(ms.target)
                 if member.instance_id is not None:
@@ -499,10 +516,16 @@ class ConsumerGroups:
         ):
             return None
         member.client_id, member.client_host = req.client_id, req.client_host
-        member.session_deadline = now_ms + self._session_timeout_ms
+        session, interval = self._own_timeouts.get(group.group_id, self._timeouts)  # self.timeouts, inlined
+        member.session_deadline = now_ms + session
         self._schedule(group.group_id, member)
         renewal = member.renewal  # all it says is the member's id, its epoch and the interval
-        if renewal is None or renewal.member_epoch != member.epoch or renewal.member_id != member.member_id:
+        if (
+            renewal is None
+            or renewal.member_epoch != member.epoch
+            or renewal.member_id != member.member_id
+            or renewal.heartbeat_interval_ms != interval
+        ):
             renewal = member.renewal = self._answer(group, member, full=False, changed=False)
         return renewal
 
@@ -621,7 +644,7 @@ class ConsumerGroups:
         updated.client_id, updated.client_host = req.client_id, req.client_host
         updated.classic = updated.classic_deadline = None  # it speaks this protocol now
         self._update(group, before, updated, joined, owned, now_ms, events)
-        updated.session_deadline = now_ms + self._session_timeout_ms
+        updated.session_deadline = now_ms + self.timeouts(group.group_id)[0]
         self._schedule(group.group_id, updated)
 
         full = req.member_epoch == JOIN_EPOCH or (
@@ -694,7 +717,7 @@ class ConsumerGroups:
             error=ErrorCode.NONE,
             member_id=member.member_id,
             member_epoch=member.epoch,
-            heartbeat_interval_ms=self._heartbeat_interval_ms,
+            heartbeat_interval_ms=self.timeouts(group.group_id)[1],
             assignment=self._by_topic_id(group, member.assigned) if full or changed else None,
             owners=self._owners(group) if list_owners else None,
         )
@@ -826,7 +849,7 @@ class ConsumerGroups:
             error=ErrorCode.NONE,
             member_id=req.member_id,
             member_epoch=req.member_epoch,
-            heartbeat_interval_ms=self._heartbeat_interval_ms,
+            heartbeat_interval_ms=self.timeouts(group.group_id)[1],
         )
 
     # --- classic-protocol members (online migration) -----------------------------------------
@@ -892,7 +915,7 @@ class ConsumerGroups:
             group.static[member.instance_id] = member.member_id
         for partition in member.assigned:
             group.owners[partition] = member.member_id
-        member.session_deadline = now_ms + self._session_timeout(member)
+        member.session_deadline = now_ms + self._session_timeout(group.group_id, member)
         self._schedule(group.group_id, member)
 
     def downgradable(self, group_id: str) -> tuple[int, list[MemberSnapshot]] | None:
@@ -1150,7 +1173,7 @@ class ConsumerGroups:
             self._schedule(group.group_id, member)
 
     def _touch(self, group: _Group, member: _Member, now_ms: int) -> None:
-        member.session_deadline = now_ms + self._session_timeout(member)
+        member.session_deadline = now_ms + self._session_timeout(group.group_id, member)
         self._schedule(group.group_id, member)
 
     # --- held heartbeats ---------------------------------------------------------------------
@@ -1291,9 +1314,9 @@ class ConsumerGroups:
                 self._schedule(group.group_id, member)  # its deadlines moved on since
         return events
 
-    def _session_timeout(self, member: _Member) -> int:
+    def _session_timeout(self, group_id: str, member: _Member) -> int:
         """A classic member's session is its own; the coordinator sets everyone else's."""
-        return member.classic.session_timeout_ms if member.classic is not None else self._session_timeout_ms
+        return member.classic.session_timeout_ms if member.classic is not None else self.timeouts(group_id)[0]
 
     def _schedule(self, group_id: str, member: _Member) -> None:
         """Make sure ``member``'s timer fires by its earliest deadline. A member has one timer:

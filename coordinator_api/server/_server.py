@@ -29,6 +29,7 @@ from coordinator_api.server import _wire
 from coordinator_api.server._acls import AclBinding, AclOperation, Authorizer, InvalidAclError, ResourceType
 from coordinator_api.server._authorization import Refused, Requester, authorize_request, offset_fetch
 from coordinator_api.server._config import READ_BYTES, CoordinatorConfig
+from coordinator_api.server._group_configs import GROUP_RESOURCE, GroupConfigError, GroupConfigs
 from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
     CreateTopicsResult,
@@ -65,6 +66,11 @@ _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, 
 # the cluster permission they need.
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_REFUSED = "Cluster authorization failed."
+# DescribeConfigs and IncrementalAlterConfigs of anything but a group.
+_NO_CONFIGS = (
+    "the embedded coordinator keeps configs of groups only (resource type 32): it has no brokers' "
+    "or topics' configs"
+)
 
 
 def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
@@ -177,6 +183,8 @@ class CoordinatorServer:
         # Client quotas (kafka-configs), with those stored once started; measured only once one
         # sets a request_percentage.
         self._quotas = ClientQuotas()
+        # The groups' own configs (kafka-configs --entity-type groups), with those stored.
+        self._group_configs = GroupConfigs(self.config)
         self._store: SqliteStore | None = None
         self._servers: list[asyncio.Server] = []
         self.ports: dict[str, int] = {}  # listener name -> the port it listens on, once started
@@ -242,6 +250,8 @@ class CoordinatorServer:
             if self.acls is not None:
                 self.acls.add(self._store.load_acls())
             self._quotas.apply(self._store.load_client_quotas())
+            for group_id, values in self._store.load_group_configs().items():
+                self._set_group_configs(group_id, values)
         for name, partitions in self._declared_topics.items():
             existing = self.state.topic(name)
             if existing is not None:
@@ -596,6 +606,8 @@ class CoordinatorServer:
             return self._acl_request(conn, frame, message)
         if key in _wire.QUOTA_APIS:
             return self._quota_request(conn, frame, message)
+        if key in _wire.CONFIG_APIS:
+            return self._config_request(conn, frame, message)
         if key is ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
             return self._scram_credentials(conn, frame, message)
         if key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS):
@@ -799,6 +811,101 @@ class CoordinatorServer:
                 conn.principal,
             )
         return _wire.alter_client_quotas_response(v, outcomes)
+
+    def _config_request(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
+        """DescribeConfigs, IncrementalAlterConfigs and ListConfigResources, as Kafka's brokers
+        answer them for groups (KIP-848's group configs), the only resources with configs here:
+        DESCRIBE_CONFIGS or ALTER_CONFIGS on each group, DESCRIBE_CONFIGS on the cluster to list
+        them, when the authorizer is on; a change stored (and synced) in the data directory
+        before it is made and answered."""
+        v = frame.api_version
+        if frame.api_key == ApiKey.LIST_CONFIG_RESOURCES:
+            if self.acls is not None and not self._requester(conn).may(
+                AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER
+            ):
+                return _wire.list_config_resources_response(v, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
+            listed = v >= 1 and (not message.resource_types or GROUP_RESOURCE in message.resource_types)
+            return _wire.list_config_resources_response(
+                v, ErrorCode.NONE, self._group_configs.groups() if listed else []
+            )
+        operation = (
+            AclOperation.DESCRIBE_CONFIGS
+            if frame.api_key == ApiKey.DESCRIBE_CONFIGS
+            else AclOperation.ALTER_CONFIGS
+        )
+
+        def refusal(kind: int, name: str) -> tuple[ErrorCode, str] | None:
+            if kind != GROUP_RESOURCE:
+                return ErrorCode.INVALID_REQUEST, _NO_CONFIGS
+            if self.acls is not None and not self._requester(conn).may(operation, ResourceType.GROUP, name):
+                return ErrorCode.GROUP_AUTHORIZATION_FAILED, _wire.GROUP_AUTHORIZATION_FAILED_MESSAGE
+            return None
+
+        if frame.api_key == ApiKey.DESCRIBE_CONFIGS:
+            described = []
+            for r in message.resources:
+                refused = refusal(r.resource_type, r.resource_name)
+                if refused is None:
+                    try:
+                        configs = self._group_configs.describe(r.resource_name, r.configuration_keys)
+                    except GroupConfigError as invalid:
+                        refused = invalid.error, invalid.message
+                if refused is not None:
+                    described.append(_wire.ConfigsDescribed(r.resource_type, r.resource_name, *refused))
+                else:
+                    described.append(
+                        _wire.ConfigsDescribed(r.resource_type, r.resource_name, configs=tuple(configs))
+                    )
+            return _wire.describe_configs_response(
+                v,
+                described,
+                synonyms=message.include_synonyms,
+                documentation=v >= 3 and message.include_documentation,
+            )
+        resources = _wire.config_alterations(message)
+        named = collections.Counter((kind, name) for kind, name, _ in resources)
+        results: list[tuple[int, str, ErrorCode, str | None]] = []
+        for kind, name, alterations in resources:
+            refused = refusal(kind, name)
+            if named[kind, name] > 1:
+                refused = ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+            elif refused is None:
+                try:
+                    values = self._group_configs.alter(name, alterations)
+                except GroupConfigError as invalid:
+                    refused = invalid.error, invalid.message
+                else:
+                    if not message.validate_only and not self._change_group_configs(conn, name, values):
+                        return None
+            results.append((kind, name, ErrorCode.NONE, None) if refused is None else (kind, name, *refused))
+        return _wire.incremental_alter_configs_response(v, results)
+
+    def _change_group_configs(self, conn: _Connection, group_id: str, values: dict[str, int]) -> bool:
+        """Store, then make, a group's new configs; False (the connection closed) if they could
+        not be stored."""
+        if values == self._group_configs.values(group_id):
+            return True
+        if self._store is not None:
+            try:
+                self._store.set_group_configs(group_id, values)
+            except sqlite3.Error:
+                log.exception(
+                    "could not store a group config change; closing the connection that asked for it"
+                )
+                conn.close("state could not be stored")
+                return False
+        self._set_group_configs(group_id, values)
+        log.info(
+            "configs of group %s set by %s: %s",
+            group_id,
+            conn.principal,
+            ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "none (the server's own apply)",
+        )
+        return True
+
+    def _set_group_configs(self, group_id: str, values: dict[str, int]) -> None:
+        self._group_configs.apply(group_id, values)
+        self.state.set_group_timeouts(group_id, *self._group_configs.timeouts(group_id))
 
     def _scram_credentials(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
         """DescribeUserScramCredentials, as Kafka's brokers answer it: DESCRIBE on the cluster

@@ -433,6 +433,11 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         return group.state if group else GroupState.DEAD
 
+    def set_group_timeouts(self, group_id: str, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """The session and heartbeat interval of the members of ``group_id`` of the incremental
+        protocol (its group configs), from their next heartbeat on."""
+        self._consumer_groups.set_timeouts(group_id, session_timeout_ms, heartbeat_interval_ms)
+
     # --- entry points ----------------------------------------------------------------------
 
     def handle(self, ref: RequestRef, request: Request, now_ms: int) -> Effects:
@@ -641,10 +646,7 @@ class GroupCoordinator:
         # has passed: librdkafka gives up waiting for it then and sends the next heartbeat with
         # the epoch it has, so a new epoch in the late answer would be lost (and the member
         # fenced, FENCED_MEMBER_EPOCH, for a previous epoch without its owned partitions).
-        session, interval = (
-            self._config.consumer_group_session_timeout_ms,
-            self._config.consumer_group_heartbeat_interval_ms,
-        )
+        session, interval = self._consumer_groups.timeouts(req.group_id)
         hold = min(
             self._config.heartbeat_hold_ms,
             session // 3,

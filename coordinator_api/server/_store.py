@@ -24,12 +24,13 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from coordinator_api._errors import CoordinatorStartError
 from coordinator_api.server._acls import AclBinding
+from coordinator_api.server._group_configs import GROUP_CONFIG_KEYS
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDowngraded,
@@ -95,6 +96,12 @@ CREATE TABLE IF NOT EXISTS client_quotas (
     key TEXT NOT NULL,
     value REAL NOT NULL,
     PRIMARY KEY (entity, key)
+);
+CREATE TABLE IF NOT EXISTS group_configs (
+    group_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    PRIMARY KEY (group_id, key)
 );
 """
 
@@ -280,6 +287,12 @@ def _client_quota(entity: Any, key: Any, value: Any) -> QuotaChange:
         raise TypeError(f"row {(entity, key, value)!r}")
     check_quota_value(key, value)
     return QuotaChange(QuotaEntity.of(parts.items()), key, value)
+
+
+def _group_config(group_id: Any, key: Any, value: Any) -> tuple[str, str, int]:
+    if not (isinstance(group_id, str) and key in GROUP_CONFIG_KEYS and type(value) is int and value > 0):
+        raise TypeError(f"row {(group_id, key, value)!r}")
+    return group_id, key, value
 
 
 def _read(marker: Path) -> str:
@@ -548,6 +561,31 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO client_quotas (entity, key, value) VALUES (?, ?, ?)",
                         (entity, change.key, change.value),
                     )
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def load_group_configs(self) -> dict[str, dict[str, int]]:
+        """The groups' own configs stored, by group id (a row that cannot be read is skipped,
+        with a warning)."""
+        rows = self._db.execute("SELECT group_id, key, value FROM group_configs ORDER BY group_id, key")
+        stored: dict[str, dict[str, int]] = {}
+        for group_id, key, value in self._readable("config of group", rows, _group_config):
+            stored.setdefault(group_id, {})[key] = value
+        return stored
+
+    def set_group_configs(self, group_id: str, values: Mapping[str, int]) -> None:
+        """Make ``values`` the configs stored for ``group_id`` (none: forget them), in one
+        transaction, synced to disk before it returns (the caller acknowledges the change after)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM group_configs WHERE group_id = ?", (group_id,))
+            db.executemany(
+                "INSERT INTO group_configs (group_id, key, value) VALUES (?, ?, ?)",
+                [(group_id, key, value) for key, value in sorted(values.items())],
+            )
         except BaseException:
             db.execute("ROLLBACK")
             raise

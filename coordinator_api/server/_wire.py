@@ -29,10 +29,16 @@ from kafka.protocol.admin import (
     DescribeAclsResponse,
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
     ListGroupsRequest,
     ListGroupsResponse,
 )
@@ -75,6 +81,7 @@ from kafka.protocol.sasl import (
 
 from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server._acls import AclBinding, AclBindingFilter
+from coordinator_api.server._group_configs import GROUP_RESOURCE, INT_TYPE, Alteration, ConfigEntry
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
@@ -701,6 +708,102 @@ def alter_client_quotas_response(version: int, outcomes: list[AlterOutcome]) -> 
     )
 
 
+#: The config APIs, answered by the shell: only groups have configs here (KIP-848's group
+#: configs), and they are not group state.
+CONFIG_APIS = frozenset(
+    {ApiKey.DESCRIBE_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.LIST_CONFIG_RESOURCES}
+)
+
+
+@dataclass(frozen=True)
+class ConfigsDescribed:
+    """One resource of a DescribeConfigs answer: an error, or its configs."""
+
+    resource_type: int
+    resource_name: str
+    error: ErrorCode = ErrorCode.NONE
+    message: str = ""
+    configs: tuple[ConfigEntry, ...] = ()
+
+
+def config_alterations(request: Any) -> list[tuple[int, str, list[Alteration]]]:
+    """An IncrementalAlterConfigs request's resources: (type, name, changes), in its order."""
+    return [
+        (
+            r.resource_type,
+            r.resource_name,
+            [Alteration(c.name, c.config_operation, c.value) for c in r.configs],
+        )
+        for r in request.resources
+    ]
+
+
+def describe_configs_response(
+    version: int, results: list[ConfigsDescribed], *, synonyms: bool, documentation: bool
+) -> Any:
+    """Synonyms and documentation only when asked for, as Kafka's brokers answer."""
+    result_cls = DescribeConfigsResponse.DescribeConfigsResult
+    config_cls = result_cls.DescribeConfigsResourceResult
+    return DescribeConfigsResponse(
+        version=version,
+        throttle_time_ms=0,
+        results=[
+            result_cls(
+                error_code=r.error,
+                error_message=r.message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=[
+                    config_cls(
+                        name=c.name,
+                        value=c.value,
+                        read_only=False,
+                        config_source=c.source,
+                        is_sensitive=False,
+                        synonyms=[
+                            config_cls.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source)
+                            for s in c.synonyms
+                        ]
+                        if synonyms
+                        else [],
+                        config_type=INT_TYPE,
+                        documentation=c.documentation if documentation else None,
+                    )
+                    for c in r.configs
+                ],
+            )
+            for r in results
+        ],
+    )
+
+
+def incremental_alter_configs_response(
+    version: int, results: list[tuple[int, str, ErrorCode, str | None]]
+) -> Any:
+    """Per resource: (type, name, error, message; None on success, as Kafka's)."""
+    result_cls = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    return IncrementalAlterConfigsResponse(
+        version=version,
+        throttle_time_ms=0,
+        responses=[
+            result_cls(error_code=error, error_message=message, resource_type=kind, resource_name=name)
+            for kind, name, error, message in results
+        ],
+    )
+
+
+def list_config_resources_response(version: int, error: ErrorCode, groups: list[str]) -> Any:
+    """The groups that have configs of their own (v1+; v0 asks for client metrics resources, of
+    which this coordinator has none)."""
+    resource_cls = ListConfigResourcesResponse.ConfigResource
+    return ListConfigResourcesResponse(
+        version=version,
+        throttle_time_ms=0,
+        error_code=error,
+        config_resources=[resource_cls(resource_name=g, resource_type=GROUP_RESOURCE) for g in groups],
+    )
+
+
 def not_a_log_response(frame: Frame, request: Any) -> Any:
     """Answer Produce, Fetch or ListOffsets with NOT_A_LOG for every partition asked about."""
     if frame.api_key == ApiKey.PRODUCE:
@@ -1007,6 +1110,12 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _Api(
         DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, 0, 0
     ),
+    # Group configs (KIP-848), answered by the shell; kafka-configs --entity-type groups asks.
+    ApiKey.DESCRIBE_CONFIGS: _Api(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _Api(
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1
+    ),
+    ApiKey.LIST_CONFIG_RESOURCES: _Api(ListConfigResourcesRequest, ListConfigResourcesResponse, 0, 1),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _Api(
         ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, 0, 1, _consumer_group_heartbeat
     ),

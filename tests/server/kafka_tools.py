@@ -10,12 +10,15 @@ any protocol type open.
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka.protocol.consumer import (
@@ -80,6 +83,32 @@ def run_tool(main: str, *args: str, timeout: float = TOOL_TIMEOUT_S) -> subproce
         return done
     finally:
         shared.ended(returncode)
+
+
+def run_kafka_configs_lines(
+    lines: list[str], bootstrap: str, folder: Path
+) -> list[subprocess.CompletedProcess[str]]:
+    """Run a page's ``kafka-configs.sh`` lines as written, one after the other, against
+    ``bootstrap`` (for the page's ``127.0.0.1:9092``). Kafka's ``bin/kafka-configs.sh`` runs
+    ConfigCommand; here a script of that name in ``folder`` does, from the Kafka release the
+    suite tests against."""
+    assert all(shlex.split(line)[0] == "kafka-configs.sh" for line in lines), lines
+    script = folder / "kafka-configs.sh"
+    java = ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), CONFIG_COMMAND]
+    script.write_text(f'#!/bin/sh\nexec {shlex.join(java)} "$@"\n')
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    return [
+        subprocess.run(
+            ["sh", "-e", "-c", line.replace("127.0.0.1:9092", bootstrap)],
+            capture_output=True,
+            text=True,
+            timeout=TOOL_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
+        for line in lines
+    ]
 
 
 # A column title: upper-case words joined by '-', or '#MEMBERS'; 'COORDINATOR (ID)' is one title.

@@ -77,6 +77,9 @@ from kafka.protocol.metadata import (
 )
 from kafka_tools import _call, _connect
 from test_cli import CLI
+from test_group_configs import SESSION, list_groups_with_configs
+from test_group_configs import alter as alter_group_configs
+from test_group_configs import describe as describe_group_configs
 from test_sasl import authenticate
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, SaslSettings
@@ -1007,6 +1010,63 @@ def test_metadata_and_create_topics_are_authorized_as_on_kafka(
     # alice made them but may not describe them: they stay out of her Metadata of every topic.
     assert same("Metadata of every topic as alice, after", metadata("alice", None)) == [("t", 0, 2)]
     differences.check()
+
+
+def test_group_configs_are_authorized_as_on_kafka(
+    servers: dict[str, Server], differences: Differences
+) -> None:
+    same = differences.same
+    run = uuid.uuid4().hex[:8]  # a group of this run: Kafka keeps configs for the module
+
+    def describe(user: str, group: str) -> Callable[[Server], Any]:
+        def ask(server: Server) -> Any:
+            (result,) = describe_group_configs(server.sockets[user], group, keys=[SESSION]).results
+            return result.error_code, result.error_message, [(c.name, c.value) for c in result.configs]
+
+        return ask
+
+    def alter(user: str, group: str) -> Callable[[Server], Any]:
+        def ask(server: Server) -> Any:
+            answer = alter_group_configs(server.sockets[user], (group, [(SESSION, 0, "50000")]))
+            return [(r.error_code, r.error_message) for r in answer.responses]
+
+        return ask
+
+    def listed(user: str) -> Callable[[Server], Any]:
+        def ask(server: Server) -> Any:
+            answer = list_groups_with_configs(server.sockets[user])
+            return answer.error_code, [
+                r.resource_name for r in answer.config_resources if run in r.resource_name
+            ]
+
+        return ask
+
+    # READ on a group is not DESCRIBE_CONFIGS on it, nor DESCRIBE on the cluster DESCRIBE_CONFIGS.
+    assert same("DescribeConfigs of group app as alice (READ on it)", describe("alice", "app")) == (
+        GROUP_REFUSED,
+        "Group authorization failed.",
+        [],
+    )
+    assert same("IncrementalAlterConfigs of group app as alice", alter("alice", "app")) == [
+        (GROUP_REFUSED, "Group authorization failed.")
+    ]
+    assert same("ListConfigResources as bob (DESCRIBE on the cluster)", listed("bob")) == (
+        CLUSTER_REFUSED,
+        [],
+    )
+    assert same(f"IncrementalAlterConfigs of group cfg-{run} as admin", alter("admin", f"cfg-{run}")) == [
+        (0, None)
+    ]
+    for server in servers.values():  # a Kafka broker describes the metadata it has applied
+        server._wait(
+            lambda s=server: describe("admin", f"cfg-{run}")(s)[2] != [(SESSION, "45000")], "the change"
+        )
+    assert same(f"DescribeConfigs of group cfg-{run} as admin", describe("admin", f"cfg-{run}")) == (
+        0,
+        "",
+        [(SESSION, "50000")],
+    )
+    assert same("ListConfigResources as admin", listed("admin")) == (0, [f"cfg-{run}"])
 
 
 # --- the ACL APIs ---------------------------------------------------------------------------------

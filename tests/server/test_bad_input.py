@@ -107,17 +107,20 @@ SUPPORTED = {
     17: (1, 1),
     18: (0, 4),
     19: (2, 7),
+    32: (1, 4),  # DescribeConfigs, IncrementalAlterConfigs, ListConfigResources: groups' configs
     29: (1, 3),  # DescribeAcls, CreateAcls, DeleteAcls: SECURITY_DISABLED without the authorizer
     30: (1, 3),
     31: (1, 3),
     36: (0, 2),
     42: (0, 2),
+    44: (0, 1),
     47: (0, 0),  # OffsetDelete
     48: (0, 1),  # DescribeClientQuotas, AlterClientQuotas
     49: (0, 1),
     50: (0, 0),  # DescribeUserScramCredentials (kafka-configs --describe of users asks)
     68: (0, 1),
     69: (0, 1),
+    74: (0, 1),
     10068: (0, 0),  # GroupHeartbeat, this project's own
     10069: (0, 0),  # GroupDescribe, this project's own
 }

@@ -259,6 +259,37 @@ def test_a_member_that_stops_heartbeating_is_expired_after_the_session(c: Coordi
     assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
 
 
+def test_a_groups_own_session_and_interval_apply_from_each_members_next_heartbeat(c: Coordinator) -> None:
+    # KIP-848's group configs (kafka-configs --entity-type groups): the answer to the next
+    # heartbeat carries the group's interval, and each heartbeat from then on starts a session of
+    # the group's length; a session already running is not cut short. Other groups keep the
+    # server's own.
+    c.heartbeat("a", 0)
+    c.heartbeat("b", 0)
+    c.heartbeat("x", 0, group_id="other")
+    a = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    assert c.heartbeat("a", 1, t(0, 1, 2)).member_epoch == 2
+    assert c.names(c.heartbeat("b", 2)) == t(3, 4, 5)
+    steady = c.heartbeat("a", 2)  # a renewal, answered from the member's cached answer
+    assert (a.heartbeat_interval_ms, steady.heartbeat_interval_ms) == (INTERVAL_MS, INTERVAL_MS)
+    c.state.set_group_timeouts("g", 2 * SESSION_MS, 2 * INTERVAL_MS)
+    assert c.heartbeat("a", 2).heartbeat_interval_ms == 2 * INTERVAL_MS
+    assert c.heartbeat("x", 1, group_id="other").heartbeat_interval_ms == INTERVAL_MS
+    c.advance(SESSION_MS)  # b's session started before the change: it ends as it was
+    assert c.heartbeat("b", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert (
+        c.heartbeat("x", 1, group_id="other").error is ErrorCode.UNKNOWN_MEMBER_ID
+    )  # other's session is the server's
+    a = c.heartbeat("a", 2, t(0, 1, 2))  # a's session, from its last heartbeat, has not ended
+    assert (a.error, a.member_epoch, c.names(a)) == (ErrorCode.NONE, 3, t(0, 1, 2, 3, 4, 5))
+    c.advance(2 * SESSION_MS - 1)
+    assert c.heartbeat("a", 3, t(0, 1, 2, 3, 4, 5)).error is ErrorCode.NONE
+    c.state.set_group_timeouts("g", SESSION_MS, INTERVAL_MS)  # back to the server's own
+    assert c.heartbeat("a", 3).heartbeat_interval_ms == INTERVAL_MS
+    c.advance(SESSION_MS)
+    assert c.heartbeat("a", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
+
+
 def test_heartbeats_keep_one_timer_per_member_and_its_session_counts_from_the_last(c: Coordinator) -> None:
     # A heartbeat moves its member's session deadline; it must not add a timer each time (at
     # 30,000 heartbeats a second and a 45 s session that would be a million timers).

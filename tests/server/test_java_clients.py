@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient
-from kafka_tools import CONFIG_COMMAND, consumer_groups, probe_commit, raw_group, run_tool, table
+from kafka_tools import consumer_groups, probe_commit, raw_group, table
 from member_processes import (
     MemberProcess,
     overlapping_ownership,
@@ -274,26 +274,6 @@ def test_kafka_consumer_groups_lists_describes_and_deletes_groups(
     assert gone.stdout.split() == [], gone
     missing = consumer_groups(bootstrap, "--describe", "--group", group, "--state")
     assert f"Consumer group '{group}' does not exist." in missing.output, missing
-
-
-def test_kafka_configs_cannot_set_a_groups_session_as_interop_says(coordinator: EmbeddedCoordinator) -> None:
-    """docs/interop.md: the embedded coordinator keeps no dynamic configs, so Kafka's
-    kafka-configs cannot give a group of the incremental protocol its own session (KIP-848's
-    group configs), and says why."""
-    done = run_tool(
-        CONFIG_COMMAND,
-        "--bootstrap-server",
-        coordinator.bootstrap_servers,
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "tool-group",
-        "--alter",
-        "--add-config",
-        "consumer.session.timeout.ms=50000",
-    )
-    assert done.returncode == 1, done
-    assert "The INCREMENTAL_ALTER_CONFIGS API is not supported by the cluster" in done.stderr, done
 
 
 def committed_partitions(bootstrap: str, group: str) -> set[int]:

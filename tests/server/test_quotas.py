@@ -16,9 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
-import shlex
 import socket
 import sqlite3
 import statistics
@@ -110,7 +108,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["hammer"]:
 
 
 import pytest  # noqa: E402 - the hammer above runs without pytest
-from kafka_tools import CONFIG_COMMAND, JVM_OPTIONS, TOOL_TIMEOUT_S, _connect  # noqa: E402
+from kafka_tools import _connect, run_kafka_configs_lines  # noqa: E402
 from member_processes import (  # noqa: E402
     MemberProcess,
     owned_exactly_once,
@@ -140,7 +138,6 @@ from coordinator_api.server._quotas import (  # noqa: E402
 )
 from coordinator_api.server._sasl import SCRAM_MECHANISMS, add_user, save_users  # noqa: E402
 from coordinator_api.server._store import SqliteStore  # noqa: E402
-from coordinator_api.testing import kafka_classpath  # noqa: E402
 
 CONFIG = CoordinatorConfig(initial_rebalance_delay_ms=0, heartbeat_hold_ms=0)
 NONE = ErrorCode.NONE
@@ -851,26 +848,9 @@ def test_kafka_configs_sets_and_describes_quotas_as_the_operations_guide_shows(t
     section = OPERATIONS_GUIDE.read_text().split("\n## Quotas\n", 1)[1].split("\n## ", 1)[0]
     commands_block, printed_block = re.findall(r"```(?:sh)?\n(.*?)```", section, re.DOTALL)[:2]
     commands = [line for line in commands_block.splitlines() if line.strip()]
-    assert all(shlex.split(line)[0] == "kafka-configs.sh" for line in commands) and len(commands) == 3
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    script = bin_dir / "kafka-configs.sh"
-    java = ["java", *JVM_OPTIONS, "-cp", kafka_classpath(), CONFIG_COMMAND]
-    script.write_text(f'#!/bin/sh\nexec {shlex.join(java)} "$@"\n')
-    script.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    assert len(commands) == 3
     with EmbeddedCoordinator(config=CONFIG) as coordinator:
-        runs = [
-            subprocess.run(
-                ["sh", "-e", "-c", line.replace("127.0.0.1:9092", coordinator.bootstrap_servers)],
-                capture_output=True,
-                text=True,
-                timeout=TOOL_TIMEOUT_S,
-                env=env,
-                check=False,
-            )
-            for line in commands
-        ]
+        runs = run_kafka_configs_lines(commands, coordinator.bootstrap_servers, tmp_path)
         assert [(r.returncode, r.stderr) for r in runs] == [(0, "")] * 3, runs
         assert runs[0].stdout == "Completed updating config for user alice.\n"
         assert runs[1].stdout == "Completed updating default config for clients in the cluster.\n"
