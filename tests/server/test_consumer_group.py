@@ -667,6 +667,15 @@ class Reconciliation(RuleBasedStateMachine):
         name = data.draw(st.sampled_from(sorted(self.members)))
         self.crashed.append(self.members.pop(name))
 
+    @rule(scale=st.sampled_from([1, 2, 3]))
+    def the_groups_own_session_and_interval_change(self, scale: int) -> None:
+        # kafka-configs --entity-type groups: scale 1 gives the group the server's own again.
+        for c in (self.c, self.without_shortcut):
+            if c is not None:
+                c.state.set_group_timeouts(
+                    "g", SESSION_MS * scale // 2 + SESSION_MS // 2, INTERVAL_MS * scale
+                )
+
     @rule(ms=st.sampled_from([INTERVAL_MS, SESSION_MS // 2, REBALANCE_MS, SESSION_MS]))
     def time_passes(self, ms: int) -> None:
         self.c.advance(ms)

@@ -162,6 +162,16 @@ def test_a_newcomer_gets_resources_only_once_their_owner_gave_them_up(c: Tasks) 
     assert c.describe().state == ConsumerGroupState.STABLE.value
 
 
+def test_a_groups_own_session_and_interval_apply_to_groups_of_every_protocol_type(c: Tasks) -> None:
+    # kafka-configs --entity-type groups sets them for any group of the incremental protocol here.
+    a = c.join("a")
+    assert a.heartbeat_interval_ms == CONFIG.consumer_group_heartbeat_interval_ms
+    c.state.set_group_timeouts("g", 3 * CONFIG.consumer_group_session_timeout_ms, 123)
+    assert c.beat("a", 1).heartbeat_interval_ms == 123
+    c.advance(CONFIG.consumer_group_session_timeout_ms)
+    assert c.beat("a", 1).error is ErrorCode.NONE  # its session is the group's, three times longer
+
+
 def test_the_group_has_each_declared_group_at_the_largest_size_a_member_gives(c: Tasks) -> None:
     c.join("a", {"work": 2})
     b = c.join("b", {"work": 4, "other": 1})
