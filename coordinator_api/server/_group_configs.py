@@ -197,14 +197,14 @@ class GroupConfigs:
 
     def describe(self, group_id: str, keys: Sequence[str] | None) -> list[ConfigEntry]:
         """DescribeConfigs of ``group_id`` (which need not exist): each config asked for (all when
-        ``keys`` is None; names this coordinator does not serve are left out, as Kafka leaves
-        out names it does not know)."""
+        ``keys`` is None or empty, as Kafka answers; names this coordinator does not serve are
+        left out, as Kafka leaves out names it does not know)."""
         if not group_id:
             raise GroupConfigError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         own = self._values.get(group_id, {})
         entries = []
         for key in _KEYS:
-            if keys is not None and key.name not in keys:
+            if keys and key.name not in keys:
                 continue
             server_value = getattr(self._config, key.field())
             server_source = (

@@ -37,7 +37,7 @@ from coordinator_api.server._group_configs import GROUP_CONFIG_KEYS, GROUP_RESOU
 from coordinator_api.testing import KafkaCluster
 
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
-SET, DELETE, APPEND = 0, 1, 2
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 #: The bounds the session's Kafka cluster sets (coordinator_api/testing/_kafka_cluster.py);
 #: the server's own session and interval are Kafka's defaults on both.
@@ -161,6 +161,7 @@ def battery(sock: Any, group: str, other: str) -> list[tuple[str, Any]]:
     described("a group without configs", describe(sock, group, keys=[SESSION, INTERVAL]))
     described("all configs, v1, no synonyms", describe(sock, group, synonyms=False, version=1))
     described("a key Kafka does not know", describe(sock, group, keys=["no.such.key", INTERVAL]))
+    described("no keys", describe(sock, group, keys=[]))
     described("an empty group name", describe(sock, "", keys=[SESSION]))
     change("set the session", (SESSION, SET, "50000"))
     described("the session set", describe(sock, group, other, keys=[SESSION, INTERVAL], version=3))
@@ -176,6 +177,8 @@ def battery(sock: Any, group: str, other: str) -> list[tuple[str, Any]]:
     change("an unknown name", ("foo.bar", SET, "1"))
     change("an unknown name and a bad number", (SESSION, SET, "abc"), ("foo.bar", SET, "1"))
     change("append", (SESSION, APPEND, "1"))
+    change("subtract", (INTERVAL, SUBTRACT, "1"))
+    change("delete, with a value", (INTERVAL, DELETE, "123"))
     change("delete an unknown name", ("foo.bar", DELETE, None))
     change("a key twice", (SESSION, SET, "50000"), (SESSION, SET, "51000"))
     change("a null value", (SESSION, SET, None))
