@@ -349,7 +349,9 @@ def test_a_killed_librdkafka_member_is_removed_after_its_groups_own_session(tmp_
         expired = membership.wait_for("expired", group, timeout=30)
         took = time.monotonic() - killed
         assert expired.detail == "session timed out"
-        assert 2.0 <= took < 15, took  # 3 s from its last heartbeat, at most 0.5 s before the kill
+        print(f"a member of a group with a 3 s session expired {took:.2f} s after its SIGKILL")
+        # 3 s from the arrival of its last heartbeat: at most an interval and a hold (0.9 s) before.
+        assert 2.0 <= took < 15, took
         wait_for(lambda: members[1].owned == frozenset(range(4)), 30, "b to own every partition")
         members[1].terminate()
     with (
