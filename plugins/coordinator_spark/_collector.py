@@ -13,8 +13,10 @@ tasks can deliver.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -92,15 +94,22 @@ class ResultCollector:
             return len(self._deliveries)
 
     def close(self) -> None:
-        """Stop listening and drop the connections. Idempotent."""
+        """Stop listening and end the connections. Idempotent.
+
+        Each connection is closed by the thread that serves it: its socket is shut down here,
+        which wakes that thread's read with EOF. (Closing it from here under that read made the
+        read fail inside multiprocessing with a TypeError, in the thread.)"""
         if self._closed:
             return
         self._closed = True
         self._listener.close()
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:
-            connection.close()
+        with self._lock:  # held, so that no thread closes one (and its descriptor is reused) meanwhile
+            for connection in self._connections:
+                with (
+                    socket.fromfd(connection.fileno(), socket.AF_INET, socket.SOCK_STREAM) as duplicate,
+                    contextlib.suppress(OSError),  # its peer has gone already
+                ):
+                    duplicate.shutdown(socket.SHUT_RDWR)
 
     def _accept(self) -> None:
         while not self._closed:
@@ -112,6 +121,9 @@ class ResultCollector:
                 log.warning("refused a result connection", exc_info=True)
                 continue
             with self._lock:
+                if self._closed:  # closed while this one was accepted: close() has not seen it
+                    connection.close()
+                    return
                 self._connections.append(connection)
             threading.Thread(
                 target=self._serve, args=(connection,), name="spark-result-connection", daemon=True
@@ -128,9 +140,11 @@ class ResultCollector:
                 else:
                     connection.send(None)
         except (EOFError, OSError):
-            pass  # the task ended, or its executor died
+            pass  # the task ended, its executor died, or the collector was closed
         finally:
-            connection.close()
+            with self._lock:
+                self._connections.remove(connection)
+                connection.close()
 
     def _deliver(
         self, unit: int, result: Any, executor_id: str, slot: str, member_id: str, generation: int
