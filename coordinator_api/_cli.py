@@ -353,11 +353,15 @@ def _data_check(args: argparse.Namespace) -> int:
     try:
         topics, groups, offsets = store.load()
         consumer_groups = store.load_consumer_groups()
+        acls = store.load_acls()
+        quotas = store.load_client_quotas()
+        group_configs = store.load_group_configs()
     finally:
         store.close()
     print(
         f"{store.path}: {len(topics)} topic(s), {len(groups)} classic group(s), "
-        f"{len(consumer_groups)} consumer group(s), {len(offsets)} committed offset(s)"
+        f"{len(consumer_groups)} consumer group(s), {len(offsets)} committed offset(s), "
+        f"{len(acls)} ACL(s), {len(quotas)} client quota(s), {len(group_configs)} group(s) with configs"
     )
     for problem in store.problems:
         print(f"  skipped: {problem}")

@@ -122,5 +122,20 @@ def test_data_check_of_a_healthy_directory(tmp_path: Path) -> None:
     checked = cli("data", "check", str(tmp_path))
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip().endswith(
-        "1 topic(s), 0 classic group(s), 0 consumer group(s), 2 committed offset(s)"
+        "1 topic(s), 0 classic group(s), 0 consumer group(s), 2 committed offset(s), 0 ACL(s), "
+        "0 client quota(s), 0 group(s) with configs"
     )
+
+
+def test_data_check_reads_acls_quotas_and_group_configs_as_the_coordinator_does(tmp_path: Path) -> None:
+    with_offsets(tmp_path, {"a": 1})
+    with sqlite3.connect(tmp_path / DATABASE_NAME) as db:
+        db.execute("INSERT INTO group_configs VALUES ('tuned', 'consumer.session.timeout.ms', 50000)")
+        db.execute("INSERT INTO group_configs VALUES ('tuned', 'consumer.heartbeat.interval.ms', 'abc')")
+        db.execute("INSERT INTO group_configs VALUES ('odd', 'share.session.timeout.ms', 50000)")
+        db.execute("INSERT INTO client_quotas VALUES ('{\"user\": \"alice\"}', 'request_percentage', 50.0)")
+    checked = cli("data", "check", str(tmp_path))
+    assert checked.returncode == 1, checked.stderr
+    assert "0 ACL(s), 1 client quota(s), 1 group(s) with configs" in checked.stdout, checked.stdout
+    skipped = [line for line in checked.stdout.splitlines() if line.startswith("  skipped: ")]
+    assert len(skipped) == 2 and all("config of group" in s for s in skipped), checked.stdout
