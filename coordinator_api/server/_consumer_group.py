@@ -301,6 +301,9 @@ class ConsumerGroups:
     def state(self, group_id: str) -> ConsumerGroupState:
         return self._groups[group_id].state()
 
+    def group_epoch(self, group_id: str) -> int:
+        return self._groups[group_id].group_epoch
+
     def has_members(self, group_id: str) -> bool:
         return bool(self._groups[group_id].members)
 

@@ -85,6 +85,7 @@ from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     ConsumerGroupSnapshot,
+    ConsumerGroupState,
     CreatedTopic,
     CreateTopics,
     CreateTopicsResult,
@@ -572,10 +573,13 @@ class GroupCoordinator:
         fx.writes.append(classic.snapshot())
         return events
 
-    def _downgrade(self, group_id: str, now_ms: int, fx: Effects) -> None:
-        """If the last member of the incremental protocol has left ``group_id``, make it a
-        classic group again (as Kafka 4's downgrade; see :meth:`ConsumerGroups.downgradable`):
-        its classic members with their target assignments, then a rebalance."""
+    def _downgrade(self, group_id: str, now_ms: int, fx: Effects, *, rebalance: bool = True) -> None:
+        """If no member of the incremental protocol is left in ``group_id``, make it a classic
+        group again (as Kafka 4's downgrade; see :meth:`ConsumerGroups.downgradable`): its
+        classic members with what they own, then a rebalance. Without ``rebalance`` (a classic
+        static member took the last one's place with the same subscription), a group whose
+        members all have their targets stays as it is, Stable, as Kafka's does; one still
+        reconciling rebalances all the same."""
         found = self._consumer_groups.downgradable(group_id)
         limit = self._config.max_group_size
         if found is None or (limit is not None and len(found[1]) > limit):
@@ -584,6 +588,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id) or _Group(group_id)
         if not set.intersection(*({name for name, _ in snap.protocols} for snap in members)):
             return  # no protocol every member supports: a classic group could not form
+        rebalance = rebalance or self._consumer_groups.state(group_id) is not ConsumerGroupState.STABLE
         self._consumer_groups.forget(group_id)
         self._groups[group_id] = group
         group.generation_id, group.protocol_type = generation, PROTOCOL_TYPE
@@ -594,9 +599,19 @@ class GroupCoordinator:
         group.state = GroupState.STABLE
         group.begin_generation()
         fx.writes.extend([ConsumerGroupDowngraded(group_id=group_id), group.snapshot()])
-        self._prepare_rebalance(
-            group, now_ms, fx, "the last member of the consumer protocol left: classic again"
-        )
+        if rebalance:
+            self._prepare_rebalance(
+                group, now_ms, fx, "the last member of the consumer protocol left: classic again"
+            )
+        else:
+            self._event(
+                fx,
+                "generation",
+                group,
+                group.leader_id,
+                detail="a classic static member replaced the last member of the consumer protocol: "
+                f"classic again, no rebalance (protocol={group.protocol_name} members={len(group.members)})",
+            )
 
     def _classic_to_consumer_group(
         self, request: SyncGroup | Heartbeat | LeaveGroup, now_ms: int, fx: Effects
@@ -612,10 +627,14 @@ class GroupCoordinator:
         self._consumer_groups_changed(events, fx, now_ms)
         return result
 
-    def _consumer_groups_changed(self, events: list[MembershipEvent], fx: Effects, now_ms: int) -> None:
+    def _consumer_groups_changed(
+        self, events: list[MembershipEvent], fx: Effects, now_ms: int, *, rebalance_on_downgrade: bool = True
+    ) -> None:
         """Store every consumer group an event says changed (nothing for a plain heartbeat),
-        and answer the held heartbeats of its members that now have news (which may change the
-        group again: an acknowledgement frees partitions another member waits for)."""
+        make it classic again if no member of the incremental protocol is left (see
+        :meth:`_downgrade`), and answer the held heartbeats of its members that now have news
+        (which may change the group again: an acknowledgement frees partitions another member
+        waits for)."""
         while events:
             fx.events.extend(events)
             changed = list(dict.fromkeys(e.group_id for e in events if e.kind != "rejected"))
@@ -624,7 +643,7 @@ class GroupCoordinator:
                 if group_id in self._consumer_groups:
                     if self._stores_state:
                         fx.writes.append(self._consumer_groups.snapshot(group_id))
-                    self._downgrade(group_id, now_ms, fx)
+                    self._downgrade(group_id, now_ms, fx, rebalance=rebalance_on_downgrade)
                 held = self._held_group_heartbeats.get(group_id, {})
                 for member_id, heartbeat in list(held.items()):
                     if self._consumer_groups.still_nothing_new(heartbeat.request):
@@ -820,9 +839,14 @@ class GroupCoordinator:
         if req.rebalance_timeout_ms < 0:  # 0 is Kafka's too: the rebalance ends on its timer at once
             return fail(ErrorCode.INVALID_REQUEST)
         if self._is_consumer_group(req.group_id):
+            epoch = self._consumer_groups.group_epoch(req.group_id)
             result, events = self._consumer_groups.classic_join(req, now_ms)
             fx.replies.append((ref, result))
-            self._consumer_groups_changed(events, fx, now_ms)
+            # A classic JoinGroup leaves no member of the incremental protocol only by taking a
+            # static member's place; with the same subscription (no new group epoch), Kafka 4
+            # makes the group classic again without a rebalance.
+            same_subscription = self._consumer_groups.group_epoch(req.group_id) == epoch
+            self._consumer_groups_changed(events, fx, now_ms, rebalance_on_downgrade=not same_subscription)
             return None
         group = self._groups.get(req.group_id)
         if group is None:

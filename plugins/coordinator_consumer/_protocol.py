@@ -301,7 +301,7 @@ def _classic_subscription(metadata: bytes) -> tuple[frozenset[str], frozenset[tu
     return (
         subscription.topics,
         frozenset((p.topic, p.partition) for p in subscription.owned),
-        subscription.rack,
+        subscription.rack or None,  # librdkafka sends "" without client.rack: no rack, as in Java
     )
 
 

@@ -583,8 +583,9 @@ class Member:
     """A member that follows the protocol: it owns what its last answer gave it, revokes what
     an answer takes away before its next heartbeat, and rejoins from nothing when fenced."""
 
-    def __init__(self, member_id: str) -> None:
+    def __init__(self, member_id: str, instance_id: str | None = None) -> None:
         self.member_id = member_id
+        self.instance_id = instance_id
         self.epoch = 0
         self.owned: set[tuple[str, int]] = set()
         self.reported: set[tuple[str, int]] | None = None  # what it last told the coordinator it owns

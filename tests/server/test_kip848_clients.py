@@ -26,6 +26,7 @@ exactly; liveness waits are generous, since the machine is small and shared.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import socket
@@ -644,6 +645,38 @@ def test_classic_and_incremental_groups_on_one_coordinator(membership: Membershi
 # --- online migration: classic <-> incremental -----------------------------------------------
 
 
+@contextlib.contextmanager
+def upgraded_group(
+    address: Callable[[], str], bootstrap: str, group: str, topic: str, newcomer: str, **options: Any
+) -> Iterator[tuple[list[MemberProcess], list[MemberProcess], Any]]:
+    """A classic group (kafka-python and librdkafka, eager range), once settled, joined by a
+    member of the incremental protocol (``newcomer``'s client, "ri2", with ``options``): while
+    they run, the classic members, all the members, and the group described once upgraded and
+    Stable, every member at its target and the members' own reports agreeing."""
+    classic = [
+        MemberProcess(client, bootstrap, name, group=group, topic=topic, session_ms=SESSION_MS * 2)
+        for client, name in (("kafka-python", "kc0"), ("confluent", "rc1"))
+    ]
+    members = list(classic)
+
+    def reconciled() -> Any:
+        upgraded = described(address(), group)
+        if upgraded.error_code != 0 or upgraded.group_state != "Stable":
+            return None
+        if any(partitions_of(m.assignment) != partitions_of(m.target_assignment) for m in upgraded.members):
+            return None
+        by_client = {m.client_id: {p for _, p in partitions_of(m.assignment)} for m in upgraded.members}
+        if any(by_client.get(m.name) != m.owned for m in members):
+            return None
+        return upgraded if owned_exactly_once(members, PARTITIONS) else None
+
+    with running_members(members):
+        wait_for(lambda: owned_exactly_once(classic, PARTITIONS), SETTLE_S, "the classic group to settle")
+        assert described(address(), group).error_code == 69  # GROUP_ID_NOT_FOUND: not a consumer group
+        members.append(start(bootstrap, group, newcomer, "ri2", topic=topic, **options))
+        yield classic, members, wait_for(reconciled, SETTLE_S, "the upgraded group to reconcile", step=0.2)
+
+
 def upgrade_and_downgrade(
     address: Callable[[], str], bootstrap: str, group: str, topic: str, newcomer: str = "confluent"
 ) -> None:
@@ -651,33 +684,7 @@ def upgrade_and_downgrade(
     incremental protocol: it becomes a consumer group, the classic members staying in it with
     their partitions and reconciling through JoinGroup/SyncGroup/Heartbeat. When that member
     leaves, the group is classic again and the classic members share everything."""
-    classic = [
-        MemberProcess(client, bootstrap, name, group=group, topic=topic, session_ms=SESSION_MS * 2)
-        for client, name in (("kafka-python", "kc0"), ("confluent", "rc1"))
-    ]
-    members = list(classic)
-    with running_members(members):
-        wait_for(lambda: owned_exactly_once(classic, PARTITIONS), SETTLE_S, "the classic group to settle")
-        assert described(address(), group).error_code == 69  # GROUP_ID_NOT_FOUND: not a consumer group
-
-        members.append(start(bootstrap, group, newcomer, "ri2", topic=topic))
-
-        def reconciled() -> Any:
-            """The upgraded group, once Stable, every member at its target, and the members'
-            own reports agreeing."""
-            upgraded = described(address(), group)
-            if upgraded.error_code != 0 or upgraded.group_state != "Stable":
-                return None
-            if any(
-                partitions_of(m.assignment) != partitions_of(m.target_assignment) for m in upgraded.members
-            ):
-                return None
-            by_client = {m.client_id: {p for _, p in partitions_of(m.assignment)} for m in upgraded.members}
-            if any(by_client.get(m.name) != m.owned for m in members):
-                return None
-            return upgraded if owned_exactly_once(members, PARTITIONS) else None
-
-        upgraded = wait_for(reconciled, SETTLE_S, "the upgraded group to reconcile", step=0.2)
+    with upgraded_group(address, bootstrap, group, topic, newcomer) as (classic, members, upgraded):
         assert sorted(m.client_id for m in upgraded.members) == ["kc0", "rc1", "ri2"]
         assert sorted(len(m.owned) for m in members) == [4, 4, 4]
 
@@ -716,5 +723,85 @@ def test_online_upgrade_and_downgrade_on_kafka(kafka: KafkaCluster) -> None:
         group, {"consumer.session.timeout.ms": SESSION_MS, "consumer.heartbeat.interval.ms": INTERVAL_MS}
     )
     upgrade_and_downgrade(
+        lambda: kafka.broker(kafka.coordinator_of(group)).address, kafka.bootstrap_servers, group, topic
+    )
+
+
+STATIC_SESSION_MS = 15_000  # a restarted process is back well inside it, even on a loaded machine
+
+
+def ownership_changes(member: MemberProcess, since: dict[str, int]) -> list[dict[str, Any]]:
+    """The member's ownership reports after ``since`` was taken (see :func:`marks`)."""
+    return [
+        r for r in member.reports[since[member.name] :] if r.get("event") in ("assigned", "revoked", "lost")
+    ]
+
+
+def static_member_returns_classic(address: Callable[[], str], bootstrap: str, group: str, topic: str) -> None:
+    """The only member of the incremental protocol in a group of classic members is static,
+    and its process is restarted with a classic client under the same group.instance.id (a
+    rollback of one instance). It replaces its old self, nobody speaks the incremental protocol
+    any more, and the group is classic again at once; its subscription being the same, Kafka 4
+    makes the classic group Stable with everyone's assignment: the restarted member gets its
+    instance's partitions from its first JoinGroup and SyncGroup, and nobody else rebalances."""
+    with upgraded_group(address, bootstrap, group, topic, "confluent", instance_id="node-2") as (
+        classic,
+        members,
+        _,
+    ):
+        instance_had = members[2].owned
+        since = marks(classic)
+        members[2].terminate()  # a static member leaves with epoch -2: its place is kept
+        restarted = MemberProcess(
+            "confluent",
+            bootstrap,
+            "rc2",
+            group=group,
+            topic=topic,
+            session_ms=SESSION_MS * 2,
+            instance_id="node-2",
+        )
+        members.append(restarted)
+        wait_for(
+            lambda: (
+                restarted.owned == instance_had
+                and owned_exactly_once([*classic, restarted], PARTITIONS)
+                and described(address(), group).error_code == 69
+            ),  # GROUP_ID_NOT_FOUND: classic again
+            SETTLE_S,
+            "the restarted member to own its instance's partitions in a classic group",
+        )
+        time.sleep(3)  # three classic heartbeat intervals: a rebalance would show by then
+        assert [r["event"] for r in ownership_changes(restarted, {"rc2": 0})] == ["assigned"]
+        for member in classic:
+            assert ownership_changes(member, since) == [], f"{member.name} rebalanced"
+        assert owned_exactly_once([*classic, restarted], PARTITIONS)
+    assert not overlapping_ownership(members), overlapping_ownership(members)
+
+
+@pytest.mark.kafka_python
+def test_a_static_member_restarted_as_a_classic_member_downgrades_without_a_rebalance(
+    membership: MembershipRecorder,
+) -> None:
+    group = "static-rollback"
+    config = kip848_config(STATIC_SESSION_MS)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
+        static_member_returns_classic(
+            lambda: coordinator.bootstrap_servers, coordinator.bootstrap_servers, group, "events"
+        )
+    downgrades = [e for e in membership.events if e.group_id == group and "classic again" in e.detail]
+    assert [e.kind for e in downgrades] == ["generation"], downgrades  # formed, not a rebalance
+
+
+@pytest.mark.kafka_python
+def test_a_static_member_restarted_as_a_classic_member_on_kafka(kafka: KafkaCluster) -> None:
+    """The same scenario on Apache Kafka 4, the reference."""
+    group, topic = "static-rollback-parity", "static-rollback-parity-events"
+    kafka.create_topic(topic, PARTITIONS)
+    kafka.set_group_config(
+        group,
+        {"consumer.session.timeout.ms": STATIC_SESSION_MS, "consumer.heartbeat.interval.ms": INTERVAL_MS},
+    )
+    static_member_returns_classic(
         lambda: kafka.broker(kafka.coordinator_of(group)).address, kafka.bootstrap_servers, group, topic
     )

@@ -53,6 +53,7 @@ from coordinator_api.server._messages import (
 from coordinator_api.server._store import SqliteStore
 
 CLASSIC_SESSION_MS = 10_000
+STATIC_INSTANCE = "node-n1"
 CLASSIC_REBALANCE_MS = 8_000
 
 
@@ -317,7 +318,8 @@ def test_a_classic_static_member_replacing_the_last_new_protocol_member_downgrad
 ) -> None:
     """A static member of the incremental protocol restarts with a classic client (the same
     group.instance.id): it takes its place over, nobody speaks the incremental protocol any
-    more, and the group is classic again, the restarted member in it."""
+    more, and the group is classic again, the restarted member in it. Here the group was still
+    reconciling (a and b had not given c its partitions yet), so it rebalances."""
     m.classic_group()
     assert m.heartbeat("c", 0, instance_id="node-c").error is ErrorCode.NONE
     restarted = m.join("c2", group_instance_id="node-c")
@@ -330,6 +332,37 @@ def test_a_classic_static_member_replacing_the_last_new_protocol_member_downgrad
     assert m.sync(new_id, restarted.generation_id).error is ErrorCode.REBALANCE_IN_PROGRESS
 
 
+def test_a_classic_static_member_replacing_a_reconciled_last_member_keeps_the_group_stable(
+    m: Migrating,
+) -> None:
+    """The same restart once everyone has reconciled: as Kafka 4 does when the subscription is
+    the same, the classic group is Stable at once, every member keeping its assignment and
+    generation; the restarted member gets its instance's partitions from its first SyncGroup,
+    and nobody rebalances."""
+    owned = m.classic_group()
+    assert m.heartbeat("c", 0, instance_id="node-c").member_epoch == 3
+    for name in "ab":  # each gives up what c is due (a cooperatively, b eagerly), then rejoins
+        assert m.classic_heartbeat(name, 2) is ErrorCode.REBALANCE_IN_PROGRESS
+        kept = m.assignment(m.sync(name, m.join(name, owned[name]).generation_id))
+        assert m.classic_heartbeat(name, 2) is ErrorCode.REBALANCE_IN_PROGRESS
+        owned[name] = m.assignment(m.sync(name, m.join(name, kept).generation_id))
+        assert m.classic_heartbeat(name, 3) is ErrorCode.NONE
+    owned["c"] = m.names(m.heartbeat("c", 3, instance_id="node-c")) or set()
+    assert m.heartbeat("c", 3, owned["c"], instance_id="node-c").error is ErrorCode.NONE
+    assert m.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
+    assert sorted(len(ps) for ps in owned.values()) == [2, 2, 2]
+
+    restarted = m.join("c2", group_instance_id="node-c")
+    assert (restarted.error, restarted.generation_id, restarted.leader) == (ErrorCode.NONE, 3, "")
+    assert "g" not in m.state._consumer_groups
+    assert m.state.group_state("g") is GroupState.STABLE
+    assert m.assignment(m.sync(restarted.member_id, 3)) == owned["c"]
+    assert m.classic_heartbeat("a", 3) is m.classic_heartbeat("b", 3) is ErrorCode.NONE
+    assert m.classic_heartbeat(restarted.member_id, 3) is ErrorCode.NONE
+    assert [e.detail for e in m.events if e.kind == "rebalance" and "classic again" in e.detail] == []
+    assert [e.kind for e in m.events if "classic again" in e.detail] == ["generation"]
+
+
 # --- a model: classic and incremental members at random, the group moving back and forth -----
 
 
@@ -339,6 +372,7 @@ class ClassicClient:
     ConsumerCoordinator with the cooperative-sticky assignor)."""
 
     name: str
+    instance_id: str | None = None
     client_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])  # a new id per process
     member_id: str = ""
     generation: int = -1
@@ -380,7 +414,7 @@ class MigratingGroup(RuleBasedStateMachine):
             request: object = JoinGroup(
                 group_id="g",
                 member_id=c.member_id,
-                group_instance_id=None,
+                group_instance_id=c.instance_id,
                 client_id=f"{c.name}-{c.client_id}",
                 client_host="/127.0.0.1",
                 session_timeout_ms=CLASSIC_SESSION_MS,
@@ -393,7 +427,10 @@ class MigratingGroup(RuleBasedStateMachine):
             (request,) = c.sync
         else:
             request = Heartbeat(
-                group_id="g", generation_id=c.generation, member_id=c.member_id, group_instance_id=None
+                group_id="g",
+                generation_id=c.generation,
+                member_id=c.member_id,
+                group_instance_id=c.instance_id,
             )
         c.waiting = self.m.send(request)
 
@@ -422,7 +459,7 @@ class MigratingGroup(RuleBasedStateMachine):
                     group_id="g",
                     generation_id=c.generation,
                     member_id=c.member_id,
-                    group_instance_id=None,
+                    group_instance_id=c.instance_id,
                     protocol_type="consumer",
                     protocol_name=result.protocol_name,
                     assignments=tuple((mid, encode_assignment(ps)) for mid, ps in assignments.items()),
@@ -455,12 +492,14 @@ class MigratingGroup(RuleBasedStateMachine):
             member.epoch,
             None if member.epoch == 0 else member.owned,
             subscribed_topic_names=("t",) if member.epoch == 0 else None,
+            instance_id=member.instance_id,
         )
         if result.error is not ErrorCode.NONE:
             assert result.error in (
                 ErrorCode.FENCED_MEMBER_EPOCH,
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 ErrorCode.GROUP_ID_NOT_FOUND,  # a classic group that is mid-join: not moved
+                ErrorCode.UNRELEASED_INSTANCE_ID,  # n1 again, while its crashed self holds its place
             ), result
             member.owned, member.epoch, member.joined = set(), 0, False
             return
@@ -477,7 +516,28 @@ class MigratingGroup(RuleBasedStateMachine):
 
     @rule(name=st.sampled_from(["n0", "n1"]))
     def incremental_heartbeats(self, name: str) -> None:
-        self._beat(self.incremental.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}")))
+        # n1 is static: its instance may come back as a classic member (the rule below), and
+        # once it has, n1 is dynamic (one instance id, one process at a time).
+        restarted = any(
+            c.instance_id for c in [*self.classic.values(), *self.crashed] if isinstance(c, ClassicClient)
+        )
+        instance = STATIC_INSTANCE if name == "n1" and not restarted else None
+        self._beat(self.incremental.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}", instance)))
+
+    @precondition(
+        lambda self: (
+            "n1" in self.incremental
+            and self.incremental["n1"].joined
+            and self.incremental["n1"].instance_id is not None
+        )
+    )
+    @rule()
+    def static_member_restarts_as_a_classic_member(self) -> None:
+        """n1's process stops (without leaving: a static member's place waits for it) and its
+        instance starts again with a classic client, which takes that place over."""
+        self.incremental.pop("n1").owned = set()
+        restarted = self.classic["k2"] = ClassicClient("k2", instance_id=STATIC_INSTANCE)
+        self._behave(restarted)
 
     @precondition(lambda self: self.incremental)
     @rule(data=st.data())
@@ -559,9 +619,10 @@ class MigratingGroup(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         # How far the group travelled (hypothesis's statistics show the spread).
-        details = [e.detail for e in self.m.events if e.kind == "rebalance"]
+        details = [e.detail for e in self.m.events if e.kind in ("rebalance", "generation")]
         upgrades = sum("upgraded" in d for d in details)
         downgrades = sum("classic again" in d for d in details)
+        event(f"downgraded without a rebalance: {any('no rebalance' in d for d in details)}")
         event(f"upgraded {min(upgrades, 2)}{'+' if upgrades > 2 else ''} time(s)")
         event(f"downgraded {min(downgrades, 2)}{'+' if downgrades > 2 else ''} time(s)")
 
