@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kafka_tools import consumer_groups, table
 from member_processes import (
     MemberProcess,
     overlapping_ownership,
@@ -409,6 +410,7 @@ def test_static_members_come_back_without_a_new_group_epoch(membership: Membersh
         retired: list[MemberProcess] = []
         with running_members(members):
             current = wait_settled(lambda: bootstrap, group, members, every, "three static members")
+            assert_kafka_consumer_groups_shows(bootstrap, group, current)
             for index, client in ((0, "confluent"), (1, "java"), (2, "ours")):
                 name, old_id = members[index].name, member_ids(current)[members[index].name]
                 mine = held(members[index])
@@ -437,6 +439,40 @@ def test_static_members_come_back_without_a_new_group_epoch(membership: Membersh
                         assert held(m) == others[m.name] and moves(m, since) == (frozenset(), frozenset())
         assert not [e for e in membership.events if e.group_id == group and e.kind == "expired"]
         assert not overlapping_ownership(retired + members), overlapping_ownership(retired + members)
+
+
+def assert_kafka_consumer_groups_shows(bootstrap: str, group: str, described_group: Any) -> None:
+    """Kafka's kafka-consumer-groups describes the group as the coordinator does (it reads a
+    consumer group with ConsumerGroupDescribe, as on a Kafka 4 cluster): each member's instance
+    id, client, epoch, assignment and target (``--members --verbose``), and the group's assignor
+    and epochs (``--state --verbose``)."""
+
+    def cell(assignment: Any) -> str:  # one topic here: "events:0,1,2"
+        partitions = sorted(p for _, p in partitions_of(assignment))
+        return f"events:{','.join(map(str, partitions))}" if partitions else "-"
+
+    members = consumer_groups(bootstrap, "--describe", "--group", group, "--members", "--verbose")
+    rows = {row["CONSUMER-ID"]: row for row in table(members.stdout)}
+    assert sorted(rows) == sorted(m.member_id for m in described_group.members), members
+    for m in described_group.members:
+        row = rows[m.member_id]
+        assert (row["GROUP-INSTANCE-ID"], row["CLIENT-ID"], row["HOST"]) == (
+            m.instance_id,
+            m.client_id,
+            "/127.0.0.1",
+        )
+        assert (int(row["CURRENT-EPOCH"]), row["CURRENT-ASSIGNMENT"]) == (m.member_epoch, cell(m.assignment))
+        target = (int(row["TARGET-EPOCH"]), row["TARGET-ASSIGNMENT"])
+        assert target == (described_group.assignment_epoch, cell(m.target_assignment)), row
+    state = consumer_groups(bootstrap, "--describe", "--group", group, "--state", "--verbose")
+    [row] = table(state.stdout)
+    assert (row["ASSIGNMENT-STRATEGY"], row["STATE"], row["#MEMBERS"]) == (
+        described_group.assignor_name,
+        "Stable",
+        str(len(described_group.members)),
+    ), state
+    epochs = (int(row["GROUP-EPOCH"]), int(row["TARGET-ASSIGNMENT-EPOCH"]))
+    assert epochs == (described_group.group_epoch, described_group.assignment_epoch), state
 
 
 # --- regular expressions on the server ----------------------------------------------------------
