@@ -16,7 +16,7 @@ import logging
 import sqlite3
 import struct
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from coordinator_api.server._messages import (
     CreateTopicsResult,
     Effects,
     MembershipEvent,
+    OffsetCommitResult,
     OffsetFetchResult,
     Request,
     Result,
@@ -198,7 +199,7 @@ class CoordinatorServer:
         self._large_holders: set[_Connection] = set()  # holding more than small_request_bytes
         # Each request parked in the state machine: its connection, its frame, and what puts the
         # parts the authorizer refused back into its result.
-        self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None]] = {}
+        self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None, _Respond | None]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
         # Per listener: the answer names the listener's own address.
@@ -403,7 +404,7 @@ class CoordinatorServer:
         for ref, answered in fx.replies:
             entry = self._inflight.pop(ref, None) if isinstance(ref, int) else None
             if entry is not None:
-                conn, frame, merge = entry
+                conn, frame, merge, respond = entry
                 result = merge(answered) if merge is not None else answered
                 if frame.api_key in self._heartbeats.APIS and not log.isEnabledFor(logging.DEBUG):
                     throttle_ms = (
@@ -411,7 +412,7 @@ class CoordinatorServer:
                     )
                     conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
                 else:
-                    conn.finish(frame, _wire.to_response(frame, result))
+                    conn.finish(frame, _answer_of(frame, result, respond))
         if fx.events:
             # The answers first: a membership change's log lines (one per member it moves) must
             # not delay the members it concerns.
@@ -498,10 +499,14 @@ class CoordinatorServer:
             self._authenticate(conn, frame, _wire.decode(frame, payload))
             return
         debug = log.isEnabledFor(logging.DEBUG)
+        respond: _Respond | None = None
         if key in self._heartbeats.APIS and not debug:
             request = self._heartbeats.request(frame, payload, conn.client_host)
         elif api.to_request is not None and not (key is ApiKey.OFFSET_FETCH and frame.api_version >= 8):
-            request = _wire.read_request(frame, payload, conn.client_host)
+            if key is ApiKey.OFFSET_COMMIT and frame.api_version >= 10:
+                request, respond = self._offset_commit_by_id(conn, frame, payload)
+            else:
+                request = _wire.read_request(frame, payload, conn.client_host)
             if debug:
                 log.debug("request from %s: %r", conn.client_host, request)
         else:
@@ -522,13 +527,39 @@ class CoordinatorServer:
             decision = authorize_request(self._requester(conn), request)
             if isinstance(decision, Refused):
                 # The state machine never sees a refused request: nothing changes in any group.
-                conn.finish(frame, _wire.to_response(frame, decision.result))
+                conn.finish(frame, _answer_of(frame, decision.result, respond))
                 return
             request, merge = decision.request, decision.merge
         ref = next(self._refs)
-        self._inflight[ref] = (conn, frame, merge)
+        self._inflight[ref] = (conn, frame, merge, respond)
         conn.busy_ref = ref
         self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _offset_commit_by_id(
+        self, conn: _Connection, frame: _wire.Frame, payload: bytes
+    ) -> tuple[Request, _Respond]:
+        """An OffsetCommit v10, whose topics are named by id: named from the coordinator's
+        topics before anything else (Kafka's KafkaApis does so from its metadata), and answered
+        by id, an unknown id UNKNOWN_TOPIC_ID."""
+        request, asked = _wire.read_offset_commit_by_id(
+            frame, payload, conn.client_host, self.state.topic_names()
+        )
+
+        def respond(result: Result) -> Any:
+            assert isinstance(result, OffsetCommitResult)
+            return _wire.offset_commit_response_by_id(frame, result, self._topic_ids([result]), asked)
+
+        return request, respond
+
+    def _topic_ids(self, results: Iterable[Result]) -> dict[str, bytes]:
+        """The topic id of each topic the offset results name, that the coordinator has."""
+        names: set[str] = set()
+        for result in results:
+            if isinstance(result, OffsetCommitResult):
+                names.update(topic for topic, _, _ in result.errors)
+            elif isinstance(result, OffsetFetchResult):
+                names.update(o.topic for o in result.offsets)
+        return {name: topic.topic_id for name in names if (topic := self.state.topic(name)) is not None}
 
     def _requester(self, conn: _Connection) -> Requester:
         assert self.acls is not None
@@ -615,7 +646,12 @@ class CoordinatorServer:
             if key is ApiKey.PRODUCE and message.acks == 0:
                 return None
             return _wire.not_a_log_response(frame, message)
-        # OffsetFetch v8+ asks for several groups at once; reads only, answered at once.
+        # OffsetFetch v8+ asks for several groups at once; reads only, answered at once. From v10
+        # it names topics by id: named from the coordinator's topics first, as in OffsetCommit.
+        by_id = frame.api_version >= 10
+        unknown = [
+            _wire.name_topics(g.topics, self.state.topic_names()) if by_id else [] for g in message.groups
+        ]
         now = self._now_ms()
         results: list[tuple[str, OffsetFetchResult]] = []
         for asked in _wire.offset_fetch_groups(message):
@@ -634,7 +670,10 @@ class CoordinatorServer:
                 result = merge(result)
             assert isinstance(result, OffsetFetchResult)
             results.append((asked.group_id, result))
-        return _wire.offset_fetch_batch_response(frame, results)
+        if not by_id:
+            return _wire.offset_fetch_batch_response(frame, results)
+        ids = self._topic_ids(result for _, result in results)
+        return _wire.offset_fetch_batch_response(frame, results, ids, unknown)
 
     def _metadata(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
         who = self._requester(conn) if self.acls is not None else None
@@ -1013,6 +1052,12 @@ class CoordinatorServer:
 
 
 _Merge = Callable[[Result], Result]
+_Respond = Callable[[Result], Any]  # a result's answer on the wire, where it is not to_response's
+
+
+def _answer_of(frame: _wire.Frame, result: Result, respond: _Respond | None) -> Any:
+    return respond(result) if respond is not None else _wire.to_response(frame, result)
+
 
 # Requests Kafka does not count against request quotas: SASL's are answered by its
 # authenticator, before any quota applies (so are ApiVersions before authentication).

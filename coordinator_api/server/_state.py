@@ -357,6 +357,7 @@ class GroupCoordinator:
         self._classic_payloads = classic_payloads
         self._groups: dict[str, _Group] = {}
         self._topics: dict[str, Topic] = {}
+        self._topic_names: dict[bytes, str] = {}  # by topic id
         self._consumer_groups = ConsumerGroups(
             assignors=server_assignors or {},
             topics=self._topics,
@@ -394,7 +395,7 @@ class GroupCoordinator:
         """Load what a previous run stored. Restored members must heartbeat within their
         session timeout from ``now_ms`` or they expire, as after a Kafka coordinator moves."""
         for topic in topics:
-            self._topics[topic.name] = topic
+            self._add_topic(topic)
         self._consumer_groups.restore(consumer_groups, now_ms)
         for snap in groups:
             group = _Group(
@@ -429,6 +430,14 @@ class GroupCoordinator:
 
     def topic(self, name: str) -> Topic | None:
         return self._topics.get(name)
+
+    def topic_names(self) -> Mapping[bytes, str]:
+        """Each topic's name by its topic id."""
+        return self._topic_names
+
+    def _add_topic(self, topic: Topic) -> None:
+        self._topics[topic.name] = topic
+        self._topic_names[topic.topic_id] = topic.name
 
     def group_state(self, group_id: str) -> GroupState:
         group = self._groups.get(group_id)
@@ -1432,8 +1441,20 @@ class GroupCoordinator:
     # --- offsets -------------------------------------------------------------------------------
 
     def _offset_commit(self, req: OffsetCommit, now_ms: int, fx: Effects) -> OffsetCommitResult:
+        # As Kafka's KafkaApis: a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION,
+        # answered first, whatever the group says of the others; with none left the group is
+        # not even asked.
+        unknown = tuple(
+            (o.topic, o.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            for o in req.offsets
+            if not self._exists(o.topic, o.partition)
+        )
+        offsets = [o for o in req.offsets if self._exists(o.topic, o.partition)]
+        if not offsets:
+            return OffsetCommitResult(errors=unknown)
+
         def all_fail(error: ErrorCode) -> OffsetCommitResult:
-            return OffsetCommitResult(errors=tuple((o.topic, o.partition, error) for o in req.offsets))
+            return OffsetCommitResult(errors=unknown + tuple((o.topic, o.partition, error) for o in offsets))
 
         if not req.group_id:
             return all_fail(ErrorCode.INVALID_GROUP_ID)
@@ -1465,13 +1486,10 @@ class GroupCoordinator:
             if group.state is GroupState.COMPLETING_REBALANCE:
                 return all_fail(ErrorCode.REBALANCE_IN_PROGRESS)
             self._touch(member, now_ms)
-        errors = []
+        errors = list(unknown)
         accepted = []
-        for committed in req.offsets:
-            topic = self._topics.get(committed.topic)
-            if topic is None or not 0 <= committed.partition < topic.partitions:
-                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif (
+        for committed in offsets:
+            if (
                 committed.metadata is not None
                 and len(committed.metadata.encode()) > self._config.offset_metadata_max_bytes
             ):
@@ -1493,6 +1511,10 @@ class GroupCoordinator:
             self._schedule_offset_check(now_ms)
         self._maybe_forget(group)
         return OffsetCommitResult(errors=tuple(errors))
+
+    def _exists(self, topic_name: str, partition: int) -> bool:
+        topic = self._topics.get(topic_name)
+        return topic is not None and 0 <= partition < topic.partitions
 
     def _schedule_offset_check(self, now_ms: int) -> None:
         if self._offset_check_at is None:
@@ -1597,8 +1619,7 @@ class GroupCoordinator:
         answered = []
         deleted = []
         for topic_name, partition in req.partitions:
-            topic = self._topics.get(topic_name)
-            if topic is None or not 0 <= partition < topic.partitions:
+            if not self._exists(topic_name, partition):
                 unknown.append((topic_name, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             elif subscribed is None or topic_name in subscribed:
                 # Members that do not say what they subscribe to might read any topic (Kafka's
@@ -1791,7 +1812,7 @@ class GroupCoordinator:
             else:
                 topic = Topic(name=new.name, partitions=partitions, topic_id=self._new_topic_id())
                 if not req.validate_only:
-                    self._topics[topic.name] = topic
+                    self._add_topic(topic)
                     fx.writes.append(topic)
                 created.append(
                     CreatedTopic(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -185,7 +185,10 @@ def encode(frame: Frame, response: Any) -> bytes:
 
 def read_request(frame: Frame, payload: bytes, client_host: str) -> Request:
     """Decode a request the state machine answers and translate it to its terms."""
-    message = decode(frame, payload)
+    return _readable(frame, decode(frame, payload), client_host)
+
+
+def _readable(frame: Frame, message: Any, client_host: str) -> Request:
     # Decodable is not readable: a null where Kafka requires a value makes the translation
     # fail, which is the client's error, not the server's.
     try:
@@ -194,6 +197,69 @@ def read_request(frame: Frame, payload: bytes, client_host: str) -> Request:
         raise MalformedRequest(
             f"api key {frame.api_key} v{frame.api_version} has fields this server cannot read: {exc!r}"
         ) from exc
+
+
+def name_topics(topics: list[Any] | None, names: Mapping[bytes, str]) -> list[Any]:
+    """Give each topic of an OffsetCommit or OffsetFetch v10 that names it by id its name, as
+    Kafka's brokers do from their metadata, and take out and return those whose id ``names``
+    does not know (a zero id included): they are answered UNKNOWN_TOPIC_ID."""
+    if topics is None:
+        return []
+
+    def name(topic: Any) -> str | None:  # kafka-python reads the zero id as None
+        return None if topic.topic_id is None else names.get(topic.topic_id.bytes)
+
+    unknown = [t for t in topics if name(t) is None]
+    topics[:] = [t for t in topics if name(t) is not None]
+    for topic in topics:
+        topic.name = name(topic)
+    return unknown
+
+
+def read_offset_commit_by_id(
+    frame: Frame, payload: bytes, client_host: str, names: Mapping[bytes, str]
+) -> tuple[Request, list[Any]]:
+    """An OffsetCommit v10 in the state machine's terms, its topics named (see
+    :func:`name_topics`), and its topics as asked for, for :func:`offset_commit_response_by_id`."""
+    message = decode(frame, payload)
+    asked = list(message.topics)
+    name_topics(message.topics, names)
+    return _readable(frame, message, client_host), asked
+
+
+def offset_commit_response_by_id(
+    frame: Frame, result: OffsetCommitResult, ids: Mapping[str, bytes], asked: list[Any]
+) -> Any:
+    """OffsetCommit v10's answer, its topics named by id, in Kafka 4.3's order: first what
+    failed its checks, topic by topic in the order asked (an unknown id's partitions
+    UNKNOWN_TOPIC_ID, a partition that does not exist or a topic the client may not read as
+    ``result`` answers it), then the rest of ``result``, into the same topic's entry."""
+    failing = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    by_topic: dict[Any, list[tuple[int, ErrorCode]]] = {}
+    for topic in asked:
+        if topic.name == "":  # named by name_topics only when its id is known
+            partitions = [(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
+            by_topic.setdefault(topic.topic_id, []).extend(partitions)
+        elif topic.name not in by_topic:
+            failed = [(p, e) for name, p, e in result.errors if name == topic.name and e in failing]
+            if failed:
+                by_topic[topic.name] = failed
+    for name, partition, error in result.errors:
+        if error not in failing:
+            by_topic.setdefault(name, []).append((partition, error))
+    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
+    partition_cls = topic_cls.OffsetCommitResponsePartition
+    return OffsetCommitResponse(
+        version=frame.api_version,
+        throttle_time_ms=0,
+        topics=[
+            topic_cls(
+                topic_id=_uuid(ids[key]) if isinstance(key, str) else key,
+                partitions=[partition_cls(partition_index=p, error_code=e) for p, e in partitions],
+            )
+            for key, partitions in by_topic.items()
+        ],
+    )
 
 
 class HeartbeatCodecCache:
@@ -1075,16 +1141,16 @@ class _Api:
 
 
 # The versions offered. Each stops where a version would need something this coordinator does
-# not have (topic ids in OffsetCommit/OffsetFetch v10 and Fetch v13), and starts where
-# kafka-python's schemas start.
+# not have (topic ids in Fetch v13), and starts where kafka-python's schemas start.
 API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.PRODUCE: _Api(ProduceRequest, ProduceResponse, 3, 9),
     ApiKey.FETCH: _Api(FetchRequest, FetchResponse, 4, 12),
     ApiKey.LIST_OFFSETS: _Api(ListOffsetsRequest, ListOffsetsResponse, 1, 7),
     ApiKey.METADATA: _Api(MetadataRequest, MetadataResponse, 0, 12),
-    ApiKey.OFFSET_COMMIT: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 9, _offset_commit),
+    # OffsetCommit and OffsetFetch v10 name topics by id: the shell names them (name_topics).
+    ApiKey.OFFSET_COMMIT: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 10, _offset_commit),
     # OffsetFetch v8+ batches groups; the shell splits it (offset_fetch_groups).
-    ApiKey.OFFSET_FETCH: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 9, _offset_fetch),
+    ApiKey.OFFSET_FETCH: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 10, _offset_fetch),
     ApiKey.FIND_COORDINATOR: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
     ApiKey.JOIN_GROUP: _Api(JoinGroupRequest, JoinGroupResponse, 0, 9, _join_group),
     ApiKey.HEARTBEAT: _Api(HeartbeatRequest, HeartbeatResponse, 0, 4, _heartbeat),
@@ -1361,16 +1427,25 @@ def to_response(frame: Frame, result: Result) -> Any:
     )
 
 
-def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFetchResult]]) -> Any:
-    """OffsetFetch v8+: one entry per group."""
+def offset_fetch_batch_response(
+    frame: Frame,
+    results: list[tuple[str, OffsetFetchResult]],
+    topic_ids: Mapping[str, bytes] | None = None,
+    unknown: list[list[Any]] | None = None,
+) -> Any:
+    """OffsetFetch v8+: one entry per group. From v10 topics are named by id (``topic_ids``;
+    an offset of a topic without one is left out, as Kafka leaves out topics its metadata does
+    not have), and each group's topics of unknown ids (``unknown``, see :func:`name_topics`)
+    follow the others, each partition UNKNOWN_TOPIC_ID, as Kafka answers them."""
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
+    partition_cls = topic_cls.OffsetFetchResponsePartitions
     groups = []
-    for group_id, result in results:
+    for index, (group_id, result) in enumerate(results):
         by_topic: dict[str, list[Any]] = {}
         for o in _offsets_answered(frame.api_version, result):
             by_topic.setdefault(o.topic, []).append(
-                topic_cls.OffsetFetchResponsePartitions(
+                partition_cls(
                     partition_index=o.partition,
                     committed_offset=o.offset,
                     committed_leader_epoch=o.leader_epoch,
@@ -1378,13 +1453,32 @@ def offset_fetch_batch_response(frame: Frame, results: list[tuple[str, OffsetFet
                     error_code=o.error,
                 )
             )
-        groups.append(
-            group_cls(
-                group_id=group_id,
-                topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
-                error_code=result.error,
-            )
-        )
+        if topic_ids is None:
+            topics = [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
+        else:
+            topics = [
+                topic_cls(topic_id=_uuid(topic_ids[name]), partitions=parts)
+                for name, parts in by_topic.items()
+                if name in topic_ids
+            ]
+            if unknown is not None and result.error is ErrorCode.NONE:
+                topics += [
+                    topic_cls(
+                        topic_id=t.topic_id,
+                        partitions=[
+                            partition_cls(
+                                partition_index=p,
+                                committed_offset=-1,
+                                committed_leader_epoch=-1,
+                                metadata="",
+                                error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            )
+                            for p in t.partition_indexes
+                        ],
+                    )
+                    for t in unknown[index]
+                ]
+        groups.append(group_cls(group_id=group_id, topics=topics, error_code=result.error))
     return OffsetFetchResponse(version=frame.api_version, throttle_time_ms=0, groups=groups)
 
 

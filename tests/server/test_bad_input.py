@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,7 @@ INVALID_SESSION_TIMEOUT = ErrorCode.INVALID_SESSION_TIMEOUT
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS
 UNSUPPORTED_VERSION = ErrorCode.UNSUPPORTED_VERSION
 INVALID_REQUEST = ErrorCode.INVALID_REQUEST
+UNKNOWN_TOPIC_ID = ErrorCode.UNKNOWN_TOPIC_ID
 GROUP_ID_NOT_FOUND = ErrorCode.GROUP_ID_NOT_FOUND
 
 # The api keys and version ranges the server advertises (coordinator_api/server/_wire.py).
@@ -95,8 +97,8 @@ SUPPORTED = {
     1: (4, 12),
     2: (1, 7),
     3: (0, 12),
-    8: (2, 9),
-    9: (1, 9),
+    8: (2, 10),
+    9: (1, 10),
     10: (0, 4),
     11: (0, 9),
     12: (0, 4),
@@ -1201,11 +1203,18 @@ def test_nonsense_group_requests_get_error_codes_on_an_open_connection(
     assert leave_errors == [UNKNOWN_MEMBER_ID]
 
     commits = [("no-such-topic", 0), ("events", -1), ("events", 12), ("events", 2**31 - 1)]
-    committed = call(sock, offset_commit(v(8), "offsets-only", commits), OffsetCommitResponse, 4)
+    by_name = min(v(8), 9)  # from v10 OffsetCommit names topics by id (below)
+    committed = call(sock, offset_commit(by_name, "offsets-only", commits), OffsetCommitResponse, 4)
     found = {(t.name, p.partition_index): p.error_code for t in committed.topics for p in t.partitions}
     assert found == dict.fromkeys(commits, UNKNOWN_TOPIC_OR_PARTITION)
-    no_group = call(sock, offset_commit(v(8), "", [("events", 0)]), OffsetCommitResponse, 5)
+    no_group = call(sock, offset_commit(by_name, "", [("events", 0)]), OffsetCommitResponse, 5)
     assert [p.error_code for t in no_group.topics for p in t.partitions] == [INVALID_GROUP_ID]
+    if v(8) >= 10:  # an id no topic has, and the zero id (which kafka-python reads as None)
+        by_id = offset_commit(v(8), "offsets-only", [("x", 0), ("", 1)])
+        by_id.topics[0].topic_id = uuid.UUID(int=7)
+        answered = call(sock, by_id, OffsetCommitResponse, 5)
+        found = {(t.topic_id, p.partition_index): p.error_code for t in answered.topics for p in t.partitions}
+        assert found == {(uuid.UUID(int=7), 0): UNKNOWN_TOPIC_ID, (None, 1): UNKNOWN_TOPIC_ID}
 
     deleted = call(
         sock, DeleteGroupsRequest(version=v(42), groups_names=["no-such-group"]), DeleteGroupsResponse, 6

@@ -404,7 +404,11 @@ def test_static_members_come_back_without_a_new_group_epoch(membership: Membersh
         bootstrap = coordinator.bootstrap_servers
 
         def static(client: str, name: str) -> MemberProcess:
-            return start(bootstrap, group, client, name, instance_id=f"{name}-instance")
+            # The Java member commits as it goes: OffsetCommit and OffsetFetch v10, by topic id.
+            commits = 300 if client == "java" else None
+            return start(
+                bootstrap, group, client, name, instance_id=f"{name}-instance", commit_every_ms=commits
+            )
 
         members = [static("confluent", "rs0"), static("java", "js1"), static("ours", "os2")]
         retired: list[MemberProcess] = []
@@ -439,6 +443,9 @@ def test_static_members_come_back_without_a_new_group_epoch(membership: Membersh
                         assert held(m) == others[m.name] and moves(m, since) == (frozenset(), frozenset())
         assert not [e for e in membership.events if e.group_id == group and e.kind == "expired"]
         assert not overlapping_ownership(retired + members), overlapping_ownership(retired + members)
+    java = [m for m in retired + members if m.client == "java"]
+    assert len(java) == 2 and all(m.events("commit") for m in java), "a Java incarnation never committed"
+    assert all(r["ok"] for m in java for r in m.events("commit")), [m.events("commit") for m in java]
 
 
 def assert_kafka_consumer_groups_shows(bootstrap: str, group: str, described_group: Any) -> None:
