@@ -197,8 +197,9 @@ class CoordinatorServer:
         self.held_request_bytes = 0
         self._over_budget: set[_Connection] = set()
         self._large_holders: set[_Connection] = set()  # holding more than small_request_bytes
-        # Each request parked in the state machine: its connection, its frame, and what puts the
-        # parts the authorizer refused back into its result.
+        # Each request parked in the state machine: its connection, its frame, what puts the
+        # parts the authorizer refused back into its result, and what answers that result when
+        # the request's own terms are needed (OffsetCommit v10's topic ids).
         self._inflight: dict[int, tuple[_Connection, _wire.Frame, _Merge | None, _Respond | None]] = {}
         self._refs = itertools.count(1)
         self._heartbeats = _wire.HeartbeatCodecCache()
