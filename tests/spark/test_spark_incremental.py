@@ -519,6 +519,7 @@ def raw_commit(via: SlotMember, member_id: str, epoch: int, index: int) -> type[
                     ],
                 )
             ],
+            max_version=9,  # by topic name: v10 names topics by id
         ),
         to_coordinator=True,
     )

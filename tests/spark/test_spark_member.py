@@ -208,6 +208,7 @@ def test_a_commit_with_a_passed_generation_is_refused_by_the_coordinator(fast_co
                             ],
                         )
                     ],
+                    max_version=9,  # by topic name: v10 names topics by id
                 ),
                 to_coordinator=True,
             )
