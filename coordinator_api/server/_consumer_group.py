@@ -246,6 +246,7 @@ class ConsumerGroups:
         *,
         assignors: Mapping[str, ServerAssignor],
         topics: Mapping[str, Topic],
+        topic_names: Mapping[bytes, str],
         resource_assignors: Mapping[str, Mapping[str, ServerAssignor]] | None = None,
         session_timeout_ms: int = 45_000,
         heartbeat_interval_ms: int = 5_000,
@@ -261,6 +262,7 @@ class ConsumerGroups:
         }
         self._assignors[PROTOCOL_TYPE] = dict(assignors)
         self._topics = topics
+        self._topic_names = topic_names  # each of ``topics``' name by its topic id
         self._timeouts = (session_timeout_ms, heartbeat_interval_ms)
         # The session and interval of the groups that have their own (group configs, KIP-848).
         self._own_timeouts: dict[str, tuple[int, int]] = {}
@@ -1482,7 +1484,7 @@ class ConsumerGroups:
             return None
         if group.protocol_type != PROTOCOL_TYPE:
             return frozenset((key.decode(errors="replace"), p) for key, parts in owned for p in parts)
-        names = {t.topic_id: t.name for t in self._topics.values()}
+        names = self._topic_names
         return frozenset((names[tid], p) for tid, parts in owned if tid in names for p in parts)
 
     def _by_topic_id(self, group: _Group, partitions: Iterable[TopicPartition]) -> TopicIdPartitions:
@@ -1501,9 +1503,6 @@ class ConsumerGroups:
         self, group: _Group, partitions: Iterable[TopicPartition]
     ) -> tuple[tuple[bytes, str, tuple[int, ...]], ...]:
         return tuple(
-            (key, self._name_of(key) if group.protocol_type == PROTOCOL_TYPE else key.decode(), parts)
+            (key, self._topic_names[key] if group.protocol_type == PROTOCOL_TYPE else key.decode(), parts)
             for key, parts in self._by_topic_id(group, partitions)
         )
-
-    def _name_of(self, topic_id: bytes) -> str:
-        return next(t.name for t in self._topics.values() if t.topic_id == topic_id)

@@ -361,6 +361,7 @@ class GroupCoordinator:
         self._consumer_groups = ConsumerGroups(
             assignors=server_assignors or {},
             topics=self._topics,
+            topic_names=self._topic_names,
             session_timeout_ms=self._config.consumer_group_session_timeout_ms,
             heartbeat_interval_ms=self._config.consumer_group_heartbeat_interval_ms,
             max_group_size=self._config.consumer_group_max_size,
@@ -1444,17 +1445,18 @@ class GroupCoordinator:
         # As Kafka's KafkaApis: a partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION,
         # answered first, whatever the group says of the others; with none left the group is
         # not even asked.
-        unknown = tuple(
-            (o.topic, o.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            for o in req.offsets
-            if not self._exists(o.topic, o.partition)
-        )
-        offsets = [o for o in req.offsets if self._exists(o.topic, o.partition)]
+        unknown: list[tuple[str, int, ErrorCode]] = []
+        offsets: list[CommittedOffset] = []
+        for o in req.offsets:
+            if self._exists(o.topic, o.partition):
+                offsets.append(o)
+            else:
+                unknown.append((o.topic, o.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         if not offsets:
-            return OffsetCommitResult(errors=unknown)
+            return OffsetCommitResult(errors=tuple(unknown))
 
         def all_fail(error: ErrorCode) -> OffsetCommitResult:
-            return OffsetCommitResult(errors=unknown + tuple((o.topic, o.partition, error) for o in offsets))
+            return OffsetCommitResult(errors=(*unknown, *((o.topic, o.partition, error) for o in offsets)))
 
         if not req.group_id:
             return all_fail(ErrorCode.INVALID_GROUP_ID)
@@ -1486,7 +1488,7 @@ class GroupCoordinator:
             if group.state is GroupState.COMPLETING_REBALANCE:
                 return all_fail(ErrorCode.REBALANCE_IN_PROGRESS)
             self._touch(member, now_ms)
-        errors = list(unknown)
+        errors = unknown
         accepted = []
         for committed in offsets:
             if (

@@ -206,13 +206,16 @@ def name_topics(topics: list[Any] | None, names: Mapping[bytes, str]) -> list[An
     if topics is None:
         return []
 
-    def name(topic: Any) -> str | None:  # kafka-python reads the zero id as None
-        return None if topic.topic_id is None else names.get(topic.topic_id.bytes)
-
-    unknown = [t for t in topics if name(t) is None]
-    topics[:] = [t for t in topics if name(t) is not None]
+    known, unknown = [], []
     for topic in topics:
-        topic.name = name(topic)
+        # kafka-python reads the zero id as None
+        name = None if topic.topic_id is None else names.get(topic.topic_id.bytes)
+        if name is None:
+            unknown.append(topic)
+        else:
+            topic.name = name
+            known.append(topic)
+    topics[:] = known
     return unknown
 
 
@@ -235,15 +238,17 @@ def offset_commit_response_by_id(
     UNKNOWN_TOPIC_ID, a partition that does not exist or a topic the client may not read as
     ``result`` answers it), then the rest of ``result``, into the same topic's entry."""
     failing = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    failed: dict[str, list[tuple[int, ErrorCode]]] = {}
+    for name, partition, error in result.errors:
+        if error in failing:
+            failed.setdefault(name, []).append((partition, error))
     by_topic: dict[Any, list[tuple[int, ErrorCode]]] = {}
     for topic in asked:
         if topic.name == "":  # named by name_topics only when its id is known
             partitions = [(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
             by_topic.setdefault(topic.topic_id, []).extend(partitions)
-        elif topic.name not in by_topic:
-            failed = [(p, e) for name, p, e in result.errors if name == topic.name and e in failing]
-            if failed:
-                by_topic[topic.name] = failed
+        elif topic.name in failed and topic.name not in by_topic:
+            by_topic[topic.name] = failed[topic.name]
     for name, partition, error in result.errors:
         if error not in failing:
             by_topic.setdefault(name, []).append((partition, error))
