@@ -142,8 +142,9 @@ def describe_group(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 1
             DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False), node
         )
         (group,) = response.groups
-        # Kafka 4 answers GROUP_ID_NOT_FOUND for a group of the incremental protocol ("not a
-        # classic group"); the embedded coordinator describes it as Dead.
+        # From DescribeGroups v6 (Kafka 4, the embedded coordinator) a group of the incremental
+        # protocol is GROUP_ID_NOT_FOUND ("not a classic group"), as is one that does not exist;
+        # before v6 both are Dead.
         not_classic = group.error_code == ErrorCode.GROUP_ID_NOT_FOUND
         if not_classic or (group.group_state == "Dead" and not group.members):
             incremental = _describe_incremental(conn, node, group_id)

@@ -289,7 +289,66 @@ def _describe_groups(who: Requester, request: DescribeGroups) -> Refused | Admit
         assert isinstance(result, DescribeGroupsResult)
         return DescribeGroupsResult(groups=errors + result.groups)
 
-    return Admitted(DescribeGroups(group_ids=admitted), merge)
+    return Admitted(dataclasses.replace(request, group_ids=admitted), merge)
+
+
+#: The operations an answer can say a principal may do to a resource of each type (Kafka's
+#: ``AclEntry.supportedOperations``).
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    GROUP: (READ, DESCRIBE, DELETE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS),
+    TOPIC: (
+        READ,
+        AclOperation.WRITE,
+        CREATE,
+        DESCRIBE,
+        DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    CLUSTER: (
+        CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        DESCRIBE,
+    ),
+}
+
+
+def authorized_operations(
+    who: Requester | None, resource_type: ResourceType, name: str = CLUSTER_NAME
+) -> frozenset[int]:
+    """The codes of the operations ``who`` may do to a resource, among those its type supports,
+    as KafkaApis' ``authorizedOperations`` lists them; all of them on a server without ACLs
+    (``who`` None)."""
+    return frozenset(
+        op.value
+        for op in SUPPORTED_OPERATIONS[resource_type]
+        if who is None or who.may(op, resource_type, name)
+    )
+
+
+def with_authorized_operations(who: Requester | None, result: Result) -> Result:
+    """A DescribeGroups or ConsumerGroupDescribe answer that was asked to say what ``who`` may
+    do to each group. Every group gets them; the wire writes them only for a group it answers
+    without an error, as KafkaApis fills them in."""
+    if isinstance(result, DescribeGroupsResult):
+        return DescribeGroupsResult(
+            groups=tuple(
+                dataclasses.replace(g, authorized_operations=authorized_operations(who, GROUP, g.group_id))
+                for g in result.groups
+            )
+        )
+    assert isinstance(result, ConsumerGroupDescribeResult)
+    return ConsumerGroupDescribeResult(
+        groups=tuple(
+            dataclasses.replace(g, authorized_operations=authorized_operations(who, GROUP, g.group_id))
+            for g in result.groups
+        )
+    )
 
 
 def _consumer_group_describe(who: Requester, request: ConsumerGroupDescribe) -> Refused | Admitted:

@@ -221,6 +221,8 @@ class ListGroupsResult:
 @dataclass(frozen=True, kw_only=True)
 class DescribeGroups:
     group_ids: tuple[str, ...]
+    # What the principal may do to each group is the shell's to fill in (it knows who asks).
+    include_authorized_operations: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,6 +244,9 @@ class DescribedGroup:
     protocol_name: str
     members: tuple[DescribedMember, ...]
     generation_id: int = -1
+    # GROUP_ID_NOT_FOUND's message; before DescribeGroups v6 the answer is Dead without an error.
+    message: str | None = None
+    authorized_operations: frozenset[int] | None = None  # AclOperation codes, when asked
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,12 +405,14 @@ class DescribedConsumerGroup:
     assignor_name: str = ""
     members: tuple[DescribedConsumerMember, ...] = ()
     protocol_type: str = "consumer"
+    authorized_operations: frozenset[int] | None = None  # AclOperation codes, when asked
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerGroupDescribe:
     group_ids: tuple[str, ...]
     any_protocol_type: bool = False  # GroupDescribe: groups of every protocol type
+    include_authorized_operations: bool = False  # filled in by the shell, as for DescribeGroups
 
 
 @dataclass(frozen=True, kw_only=True)

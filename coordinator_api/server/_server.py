@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import itertools
 import logging
 import sqlite3
@@ -27,12 +28,21 @@ from coordinator_api._plugins._registry import ServerAssignor
 from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server import _wire
 from coordinator_api.server._acls import AclBinding, AclOperation, Authorizer, InvalidAclError, ResourceType
-from coordinator_api.server._authorization import Refused, Requester, authorize_request, offset_fetch
+from coordinator_api.server._authorization import (
+    Refused,
+    Requester,
+    authorize_request,
+    authorized_operations,
+    offset_fetch,
+    with_authorized_operations,
+)
 from coordinator_api.server._config import READ_BYTES, CoordinatorConfig
 from coordinator_api.server._group_configs import GROUP_RESOURCE, GroupConfigError, GroupConfigs
 from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
+    ConsumerGroupDescribe,
     CreateTopicsResult,
+    DescribeGroups,
     Effects,
     MembershipEvent,
     OffsetCommitResult,
@@ -523,14 +533,20 @@ class CoordinatorServer:
                 ) from exc
             conn.finish(frame, answer)
             return
-        merge = None
-        if self.acls is not None:
-            decision = authorize_request(self._requester(conn), request)
+        merge: _Merge | None = None
+        who = self._requester(conn) if self.acls is not None else None
+        if who is not None:
+            decision = authorize_request(who, request)
             if isinstance(decision, Refused):
                 # The state machine never sees a refused request: nothing changes in any group.
                 conn.finish(frame, _answer_of(frame, decision.result, respond))
                 return
             request, merge = decision.request, decision.merge
+        if (
+            isinstance(request, DescribeGroups | ConsumerGroupDescribe)
+            and request.include_authorized_operations
+        ):
+            merge = _then(merge, functools.partial(with_authorized_operations, who))
         ref = next(self._refs)
         self._inflight[ref] = (conn, frame, merge, respond)
         conn.busy_ref = ref
@@ -723,9 +739,10 @@ class CoordinatorServer:
                 cluster_id=self.config.cluster_id,
                 refused=frozenset(refused),
                 creation_refused=frozenset(not_created),
+                operations=functools.partial(authorized_operations, who),
             )
 
-        if every_topic and who is None:
+        if every_topic and who is None and not _wire.asks_for_operations(frame.api_version, message):
             return self._every_topic[conn.listener.name].response(frame, len(topics), make)
         return make()
 
@@ -1053,6 +1070,15 @@ class CoordinatorServer:
 
 
 _Merge = Callable[[Result], Result]
+
+
+def _then(first: _Merge | None, second: _Merge) -> _Merge:
+    """``second`` applied to what ``first`` (if any) makes of a result."""
+    if first is None:
+        return second
+    return lambda result: second(first(result))
+
+
 _Respond = Callable[[Result], Any]  # a result's answer on the wire, where it is not to_response's
 
 

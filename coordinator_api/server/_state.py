@@ -1709,15 +1709,19 @@ class GroupCoordinator:
     def _describe_groups(self, req: DescribeGroups) -> DescribeGroupsResult:
         described = []
         for group_id in req.group_ids:
-            # A group of the incremental protocol is not a classic group, whose DescribeGroups v0-5
-            # Kafka answers Dead (v6 would say GROUP_ID_NOT_FOUND), even when its offsets are kept
-            # (in a classic group object here, as ListGroups knows).
-            group = None if group_id in self._consumer_groups else self._groups.get(group_id)
+            # A group of the incremental protocol is not a classic group, even when its offsets
+            # are kept (in a classic group object here, as ListGroups knows): Kafka's
+            # GroupMetadataManager.describeGroups answers it as a group not found.
+            incremental = group_id in self._consumer_groups
+            group = None if incremental else self._groups.get(group_id)
             if group is None:
                 described.append(
                     DescribedGroup(
                         group_id=group_id,
-                        error=ErrorCode.NONE,
+                        error=ErrorCode.GROUP_ID_NOT_FOUND,
+                        message=f"Group {group_id} is not a classic group."
+                        if incremental
+                        else f"Group {group_id} not found.",
                         state=GroupState.DEAD,
                         protocol_type="",
                         protocol_name="",

@@ -80,7 +80,7 @@ from kafka.protocol.sasl import (
 )
 
 from coordinator_api._protocol import ApiKey, ErrorCode
-from coordinator_api.server._acls import AclBinding, AclBindingFilter
+from coordinator_api.server._acls import CLUSTER_NAME, AclBinding, AclBindingFilter, ResourceType
 from coordinator_api.server._group_configs import GROUP_RESOURCE, INT_TYPE, Alteration, ConfigEntry
 from coordinator_api.server._messages import (
     CommittedOffset,
@@ -376,10 +376,13 @@ def metadata_response(
     cluster_id: str,
     refused: frozenset[str] = frozenset(),
     creation_refused: frozenset[str] = frozenset(),
+    operations: Callable[[ResourceType, str], frozenset[int]] | None = None,
 ) -> Any:
     """Metadata of ``topics``, or of those the request names. The topics named in ``refused``
     (which the client may not describe) and in ``creation_refused`` (which it may describe but
-    not auto-create) are answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers them.
+    not auto-create) are answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers them. What the
+    client may do to each topic, and to the cluster, is said when the request asks for it and
+    ``operations`` gives it.
 
     Named topics are answered in the order of Kafka's ``KafkaApis.handleTopicMetadataRequest``:
     ids it does not know, the topics it describes (existing ones, then the unknown ones), those
@@ -390,6 +393,11 @@ def metadata_response(
     missing: list[Any] = []
     not_created: list[Any] = []
     hidden: list[Any] = []
+
+    def topic_operations(name: str) -> frozenset[int] | None:
+        if operations is None or not (version >= 8 and request.include_topic_authorized_operations):
+            return None
+        return operations(ResourceType.TOPIC, name)
 
     def answer(name: str) -> None:
         topic = topics.get(name)
@@ -405,7 +413,10 @@ def metadata_response(
         elif topic is None:
             missing.append(
                 MetadataResponse.MetadataResponseTopic(
-                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, partitions=[]
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    name=name,
+                    partitions=[],
+                    authorized_operations=topic_operations(name),  # as Kafka says them, too
                 )
             )
         else:
@@ -427,7 +438,7 @@ def metadata_response(
                         )
                         for p in range(topic.partitions)
                     ],
-                    authorized_operations=None,
+                    authorized_operations=topic_operations(name),
                 )
             )
 
@@ -470,7 +481,10 @@ def metadata_response(
         cluster_id=cluster_id,
         controller_id=node_id,
         topics=unknown_ids + found + missing + not_created + hidden,
-        authorized_operations=None,
+        # Asked for in v8-10 only (KIP-700 moved it to DescribeCluster).
+        authorized_operations=operations(ResourceType.CLUSTER, CLUSTER_NAME)
+        if operations is not None and 8 <= version <= 10 and request.include_cluster_authorized_operations
+        else None,
     )
 
 
@@ -494,6 +508,14 @@ def sasl_authenticate_response(
 def asks_for_every_topic(version: int, request: Any) -> bool:
     """Whether a Metadata request asks for every topic (null; an empty list before v1)."""
     return request.topics is None or (version == 0 and not request.topics)
+
+
+def asks_for_operations(version: int, request: Any) -> bool:
+    """Whether a Metadata request asks what the client may do to its topics or the cluster."""
+    return version >= 8 and (
+        request.include_topic_authorized_operations
+        or (version <= 10 and request.include_cluster_authorized_operations)
+    )
 
 
 class EveryTopicMetadataCache:
@@ -1061,7 +1083,10 @@ def _list_groups(v: int, message: Any, client_host: str) -> Request:
 
 
 def _describe_groups(v: int, message: Any, client_host: str) -> Request:
-    return DescribeGroups(group_ids=tuple(message.groups))
+    return DescribeGroups(
+        group_ids=tuple(message.groups),
+        include_authorized_operations=v >= 3 and message.include_authorized_operations,
+    )
 
 
 def _delete_groups(v: int, message: Any, client_host: str) -> Request:
@@ -1111,7 +1136,10 @@ def _group_heartbeat(v: int, message: Any, client_host: str) -> Request:
 
 
 def _consumer_group_describe(v: int, message: Any, client_host: str) -> Request:
-    return ConsumerGroupDescribe(group_ids=tuple(message.group_ids))
+    return ConsumerGroupDescribe(
+        group_ids=tuple(message.group_ids),
+        include_authorized_operations=message.include_authorized_operations,
+    )
 
 
 def _group_describe(v: int, message: Any, client_host: str) -> Request:
@@ -1156,12 +1184,15 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.OFFSET_COMMIT: _Api(OffsetCommitRequest, OffsetCommitResponse, 2, 10, _offset_commit),
     # OffsetFetch v8+ batches groups; the shell splits it (offset_fetch_groups).
     ApiKey.OFFSET_FETCH: _Api(OffsetFetchRequest, OffsetFetchResponse, 1, 10, _offset_fetch),
-    ApiKey.FIND_COORDINATOR: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 4),
+    # FindCoordinator v5 (TRANSACTION_ABORTABLE) and v6 (share group keys) change nothing for a
+    # group's key; the other key types are not coordinated here.
+    ApiKey.FIND_COORDINATOR: _Api(FindCoordinatorRequest, FindCoordinatorResponse, 0, 6),
     ApiKey.JOIN_GROUP: _Api(JoinGroupRequest, JoinGroupResponse, 0, 9, _join_group),
     ApiKey.HEARTBEAT: _Api(HeartbeatRequest, HeartbeatResponse, 0, 4, _heartbeat),
     ApiKey.LEAVE_GROUP: _Api(LeaveGroupRequest, LeaveGroupResponse, 0, 5, _leave_group),
     ApiKey.SYNC_GROUP: _Api(SyncGroupRequest, SyncGroupResponse, 0, 5, _sync_group),
-    ApiKey.DESCRIBE_GROUPS: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 5, _describe_groups),
+    # DescribeGroups v6 answers a group that is not found, or not classic, GROUP_ID_NOT_FOUND.
+    ApiKey.DESCRIBE_GROUPS: _Api(DescribeGroupsRequest, DescribeGroupsResponse, 0, 6, _describe_groups),
     ApiKey.LIST_GROUPS: _Api(ListGroupsRequest, ListGroupsResponse, 0, 5, _list_groups),
     ApiKey.API_VERSIONS: _Api(ApiVersionsRequest, ApiVersionsResponse, 0, 4),
     # Answered on every listener, as Kafka's brokers do (ILLEGAL_SASL_STATE without SASL); v0 of
@@ -1376,34 +1407,7 @@ def to_response(frame: Frame, result: Result) -> Any:
             ],
         )
     if isinstance(result, DescribeGroupsResult):
-        group_cls = DescribeGroupsResponse.DescribedGroup
-        return DescribeGroupsResponse(
-            version=v,
-            throttle_time_ms=0,
-            groups=[
-                group_cls(
-                    error_code=g.error,
-                    group_id=g.group_id,
-                    # Kafka's answer for a group in error names no state.
-                    group_state=g.state.value if g.error is ErrorCode.NONE else "",
-                    protocol_type=g.protocol_type,
-                    protocol_data=g.protocol_name,
-                    members=[
-                        group_cls.DescribedGroupMember(
-                            member_id=m.member_id,
-                            group_instance_id=m.group_instance_id,
-                            client_id=m.client_id,
-                            client_host=m.client_host,
-                            member_metadata=m.metadata,
-                            member_assignment=m.assignment,
-                        )
-                        for m in g.members
-                    ],
-                    authorized_operations=None,
-                )
-                for g in result.groups
-            ],
-        )
+        return _describe_groups_response(v, result)
     if isinstance(result, DeleteGroupsResult):
         return DeleteGroupsResponse(
             version=v,
@@ -1534,6 +1538,41 @@ def _described_member(m: DescribedConsumerMember) -> dict[str, Any]:
     }
 
 
+def _describe_groups_response(v: int, result: DescribeGroupsResult) -> Any:
+    group_cls = DescribeGroupsResponse.DescribedGroup
+    groups = []
+    for g in result.groups:
+        error, message = g.error, g.message
+        if error is ErrorCode.GROUP_ID_NOT_FOUND and v < 6:
+            error, message = ErrorCode.NONE, None  # Dead, as Kafka answered before v6
+        groups.append(
+            group_cls(
+                error_code=error,
+                error_message=message,
+                group_id=g.group_id,
+                # Kafka's answer for a group refused names no state; one not found is Dead.
+                group_state=""
+                if error not in (ErrorCode.NONE, ErrorCode.GROUP_ID_NOT_FOUND)
+                else g.state.value,
+                protocol_type=g.protocol_type,
+                protocol_data=g.protocol_name,
+                members=[
+                    group_cls.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in g.members
+                ],
+                authorized_operations=g.authorized_operations if error is ErrorCode.NONE else None,
+            )
+        )
+    return DescribeGroupsResponse(version=v, throttle_time_ms=0, groups=groups)
+
+
 def _group_describe_response(result: ConsumerGroupDescribeResult) -> Any:
     group_cls = GroupDescribeResponse.DescribedGroup
     member_cls = group_cls.Member
@@ -1564,6 +1603,9 @@ def _group_describe_response(result: ConsumerGroupDescribeResult) -> Any:
     )
 
 
+_NOT_ASKED = -(2**31)  # Kafka's authorized operations when not asked for, or not given
+
+
 def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResult) -> Any:
     group_cls = ConsumerGroupDescribeResponse.DescribedGroup
     member_cls = group_cls.Member
@@ -1584,6 +1626,10 @@ def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResul
         groups=[
             group_cls(
                 **_described_group(g),
+                # A bit field here (this schema is the project's copy of Kafka's), one bit per code.
+                authorized_operations=sum(1 << op for op in g.authorized_operations)
+                if g.authorized_operations is not None and g.error is ErrorCode.NONE
+                else _NOT_ASKED,
                 members=[
                     member_cls(
                         **_described_member(m),

@@ -215,6 +215,9 @@ class Peer:
             (group,) = response.groups
             fields = {
                 "error": group.error_code,
+                "message": (getattr(group, "error_message", None) or "").replace(
+                    self.group_id, "<group>"
+                ),  # v6
                 "state": group.group_state,
                 "protocol": (group.protocol_type, group.protocol_data),
                 "members": sorted(

@@ -495,7 +495,7 @@ def batch_fetched(response: Any) -> list[tuple[str, int, list[tuple[str, int, in
 def test_classic_group_requests_are_authorized_as_on_kafka(
     servers: dict[str, Server], differences: Differences
 ) -> None:
-    same, known = differences.same, differences.known
+    same = differences.same
     members: dict[str, tuple[str, int]] = {}  # alice's member of group app on each: (id, generation)
 
     def join_app(server: Server) -> int:
@@ -671,13 +671,16 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
         [],
     )
 
-    def describe(user: str, *groups: str) -> Callable[[Server], Any]:
+    def describe(user: str, *groups: str, version: int = 5) -> Callable[[Server], Any]:
         def ask(server: Server) -> Any:
             request = DescribeGroupsRequest(
-                version=5, groups=list(groups), include_authorized_operations=False
+                version=version, groups=list(groups), include_authorized_operations=False
             )
             answer = server.call(user, request, DescribeGroupsResponse)
-            entries = [(g.group_id, g.error_code, g.group_state, len(g.members)) for g in answer.groups]
+            entries = [
+                (g.group_id, g.error_code, getattr(g, "error_message", None), g.group_state, len(g.members))
+                for g in answer.groups
+            ]
             return refused_first(entries, GROUP_REFUSED)
 
         return ask
@@ -685,30 +688,41 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
     assert same(
         "DescribeGroups as bob: app, cg, nope, shared-x", describe("bob", "app", "cg", "nope", "shared-x")
     ) == (
-        [("cg", GROUP_REFUSED, "", 0), ("nope", GROUP_REFUSED, "", 0)],
-        [("app", 0, "Stable", 1), ("shared-x", 0, "Empty", 0)],
+        [("cg", GROUP_REFUSED, None, "", 0), ("nope", GROUP_REFUSED, None, "", 0)],
+        [("app", 0, None, "Stable", 1), ("shared-x", 0, None, "Empty", 0)],
+    )
+    # v6 (KIP-1043) says a group is not found rather than Dead; a refused group, as before.
+    assert same(
+        "DescribeGroups v6 as bob: app, cg, nope, shared-x, shared-ghost",
+        describe("bob", "app", "cg", "nope", "shared-x", "shared-ghost", version=6),
+    ) == (
+        [("cg", GROUP_REFUSED, None, "", 0), ("nope", GROUP_REFUSED, None, "", 0)],
+        [
+            ("app", 0, None, "Stable", 1),
+            ("shared-ghost", ErrorCode.GROUP_ID_NOT_FOUND, "Group shared-ghost not found.", "Dead", 0),
+            ("shared-x", 0, None, "Empty", 0),
+        ],
     )
 
     def authorized_operations(server: Server) -> Any:
         request = DescribeGroupsRequest(
-            version=5, groups=["app", "shared-x"], include_authorized_operations=True
+            version=5, groups=["app", "shared-x", "cg", "nope"], include_authorized_operations=True
         )
         return sorted(
-            (g.group_id, g.authorized_operations)
+            (g.group_id, g.error_code, g.authorized_operations)
             for g in server.call("alice", request, DescribeGroupsResponse).groups
         )
 
-    # Asked for (include_authorized_operations), Kafka says what the principal may do to each
-    # group; the coordinator answers "not asked for" whatever is asked (its _wire.py): pinned.
-    known(
-        "DescribeGroups as alice: app, shared-x, with authorized operations",
-        authorized_operations,
-        kafka=[
-            ("app", operations(Op.READ, Op.DELETE, Op.DESCRIBE)),
-            ("shared-x", operations(Op.READ, Op.DESCRIBE)),
-        ],
-        ours=[("app", None), ("shared-x", None)],
-    )
+    # Asked for (include_authorized_operations), what the principal may do to each group it may
+    # describe, as KafkaApis says it (a group refused says nothing).
+    assert same(
+        "DescribeGroups as alice: app, shared-x, cg, nope, with authorized operations", authorized_operations
+    ) == [
+        ("app", 0, operations(Op.READ, Op.DELETE, Op.DESCRIBE)),
+        ("cg", 0, operations(Op.READ, Op.DESCRIBE)),
+        ("nope", GROUP_REFUSED, None),
+        ("shared-x", 0, operations(Op.READ, Op.DESCRIBE)),
+    ]
 
     def listed(user: str) -> Callable[[Server], list[str]]:
         def ask(server: Server) -> list[str]:
@@ -809,7 +823,7 @@ def consumer_heartbeat(
 def test_consumer_group_requests_are_authorized_as_on_kafka(
     servers: dict[str, Server], differences: Differences
 ) -> None:
-    same, known = differences.same, differences.known
+    same = differences.same
     member = str(uuid.uuid4())
 
     def beat(user: str, group: str, topics: list[str]) -> Callable[[Server], Any]:
@@ -873,20 +887,22 @@ def test_consumer_group_requests_are_authorized_as_on_kafka(
 
     def authorized_operations(server: Server) -> Any:
         request = ConsumerGroupDescribeRequest(
-            version=0, group_ids=["cg"], include_authorized_operations=True
+            version=0, group_ids=["cg", "nope", "app"], include_authorized_operations=True
         )
-        return [
-            (g.group_id, g.authorized_operations)
+        return sorted(
+            (g.group_id, g.error_code, g.authorized_operations)
             for g in server.call("alice", request, ConsumerGroupDescribeResponse).groups
-        ]
+        )
 
-    # As DescribeGroups: what the principal may do to the group is not filled in (pinned).
-    known(
-        "ConsumerGroupDescribe as alice: cg, with authorized operations",
-        authorized_operations,
-        kafka=[("cg", (1 << Op.READ.value) | (1 << Op.DESCRIBE.value))],  # the bit field, read raw here
-        ours=[("cg", -(2**31))],  # Kafka's "not asked for"
-    )
+    # As DescribeGroups: asked for, what the principal may do to each consumer group answered
+    # without an error (a bit field, read raw here); Kafka's "not asked for" for the others.
+    assert same(
+        "ConsumerGroupDescribe as alice: cg, nope, app, with authorized operations", authorized_operations
+    ) == [
+        ("app", ErrorCode.GROUP_ID_NOT_FOUND, -(2**31)),
+        ("cg", 0, (1 << Op.READ.value) | (1 << Op.DESCRIBE.value)),
+        ("nope", GROUP_REFUSED, -(2**31)),
+    ]
     # Not refused, but no consumer group: a classic group is said to be one, a group that does not
     # exist not found (Kafka's group coordinator's messages). The classic group is a simple one
     # made here (offsets committed without membership): the tests may run on different workers,
@@ -965,17 +981,18 @@ def test_metadata_and_create_topics_are_authorized_as_on_kafka(
     ) == ["t", "ghost", "nowhere", "u"]
 
     def topic_operations(server: Server) -> Any:
-        answer = server.call("alice", metadata_request(["t"], with_operations=True), MetadataResponse)
-        return [(t.name, t.authorized_operations) for t in answer.topics]
+        request = metadata_request(asked, with_operations=True)
+        answer = server.call("alice", request, MetadataResponse)
+        return sorted((t.name, t.error_code, t.authorized_operations) for t in answer.topics)
 
-    # As for groups, Kafka says what the principal may do to each topic when asked; the
-    # coordinator answers "not asked for" (its _wire.py): pinned.
-    known(
-        "Metadata as alice: t, with authorized operations",
-        topic_operations,
-        kafka=[("t", operations(Op.READ, Op.DESCRIBE))],
-        ours=[("t", None)],
-    )
+    # Asked for, what the principal may do to each topic it may describe, as KafkaApis says it
+    # (a topic refused says nothing).
+    assert same("Metadata as alice: t, u, nowhere, ghost, with authorized operations", topic_operations) == [
+        ("ghost", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, operations(Op.DESCRIBE)),
+        ("nowhere", TOPIC_REFUSED, None),
+        ("t", 0, operations(Op.READ, Op.DESCRIBE)),
+        ("u", TOPIC_REFUSED, None),
+    ]
 
     def create(user: str, *names: str) -> Callable[[Server], Any]:
         def ask(server: Server) -> Any:

@@ -465,13 +465,14 @@ def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     assert commit("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
     assert commit("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
     assert commit("", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
-    # DescribeGroups (v0-5) answers Dead for a group that is not classic, as Kafka does, also once
-    # it holds offsets; ConsumerGroupDescribe describes it.
+    # DescribeGroups says a group that is not classic is not found (v6; Dead before it, on the
+    # wire), as Kafka does, also once it holds offsets; ConsumerGroupDescribe describes it.
     described = c.request(DescribeGroups(group_ids=("g",)))
     assert isinstance(described, DescribeGroupsResult)
     (group,) = described.groups
-    assert (group.error, group.state, group.protocol_type, group.members) == (
-        ErrorCode.NONE,
+    assert (group.error, group.message, group.state, group.protocol_type, group.members) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group g is not a classic group.",
         GroupState.DEAD,
         "",
         (),

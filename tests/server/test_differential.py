@@ -129,8 +129,10 @@ def commit(
     )
 
 
-def describe(m: Member) -> DescribeGroupsRequest:
-    return DescribeGroupsRequest(version=5, groups=[m.peer.group_id], include_authorized_operations=False)
+def describe(m: Member, *, version: int = 5) -> DescribeGroupsRequest:
+    return DescribeGroupsRequest(
+        version=version, groups=[m.peer.group_id], include_authorized_operations=False
+    )
 
 
 def stable_pair(peer: Peer) -> tuple[Member, Member, int]:
@@ -253,9 +255,11 @@ def first_rebalance_and_a_pending_member(peer: Peer) -> None:
     # sent straight after the leave can still find it preparing.
     peer.wait_for_state("Empty")
     a.call("describe: Empty", describe(a))
+    a.call("describe v6: Empty", describe(a, version=6))
     a.call("list: Empty", ListGroupsRequest(version=4, states_filter=["Empty"]))
     a.call("delete", DeleteGroupsRequest(version=2, groups_names=[peer.group_id]))
     a.call("describe: Dead", describe(a))
+    a.call("describe v6: not found", describe(a, version=6))
     a.call("delete again", DeleteGroupsRequest(version=2, groups_names=[peer.group_id]))
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka_tools import consumer_groups, table
 from member_processes import (
@@ -183,6 +184,24 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 def described(address: str, group: str) -> Any:
     request = ConsumerGroupDescribeRequest(version=0, group_ids=[group], include_authorized_operations=False)
     return _call(address, request, ConsumerGroupDescribeResponse, 0).groups[0]
+
+
+def described_as_classic(address: str, group: str, version: int) -> tuple[int, str | None, str, Any]:
+    """DescribeGroups of ``group`` at ``version``, asked what the client may do to it: its error,
+    error message (v6), state and the operations (codes) the client may perform."""
+    request = DescribeGroupsRequest(version=version, groups=[group], include_authorized_operations=True)
+    (answer,) = _call(address, request, DescribeGroupsResponse, version).groups
+    return (
+        answer.error_code,
+        getattr(answer, "error_message", None),
+        answer.group_state,
+        answer.authorized_operations,
+    )
+
+
+# What a client may do to a group on a server without an authorizer: READ, DELETE, DESCRIBE,
+# DESCRIBE_CONFIGS and ALTER_CONFIGS, every operation a group supports.
+EVERY_GROUP_OPERATION = {3, 6, 8, 10, 11}
 
 
 def partitions_of(assignment: Any) -> frozenset[TopicPartition]:
@@ -730,6 +749,10 @@ def upgrade_and_downgrade(
     with upgraded_group(address, bootstrap, group, topic, newcomer) as (classic, members, upgraded):
         assert sorted(m.client_id for m in upgraded.members) == ["kc0", "rc1", "ri2"]
         assert sorted(len(m.owned) for m in members) == [4, 4, 4]
+        # The classic describe: Dead without an error before v6, not a classic group at v6.
+        assert described_as_classic(address(), group, 5) == (0, None, "Dead", EVERY_GROUP_OPERATION)
+        not_classic = (69, f"Group {group} is not a classic group.", "Dead", None)
+        assert described_as_classic(address(), group, 6) == not_classic
 
         members[2].terminate()  # leaves with epoch -1: the last member of the incremental protocol
         wait_for(
@@ -738,6 +761,8 @@ def upgrade_and_downgrade(
             "the group to be classic again and its members to share everything",
         )
         assert all(m.alive for m in classic)
+        described_again = described_as_classic(address(), group, 6)
+        assert described_again[:2] == (0, None) and described_again[3] == EVERY_GROUP_OPERATION
     assert not overlapping_ownership(members), overlapping_ownership(members)
 
 
