@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     if args.quick:
-        args.units, args.seconds, args.repeats = 40, 4.0, 1
+        args.units, args.seconds, args.repeats = 20, 2.0, 1
     allocator_units = 10_000 if args.quick else 100_000
 
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus; {args.master}")
