@@ -195,10 +195,18 @@ def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:
 
     def merge(result: Result) -> Result:
         assert isinstance(result, OffsetCommitResult)
-        # KafkaApis answers the refused partitions first (its response builder holds them
-        # before the coordinator's answers are merged in), each in the request's order.
-        errors = tuple((o.topic, o.partition, TOPIC_REFUSED) for o in refused)
-        return OffsetCommitResult(errors=errors + result.errors)
+        # KafkaApis answers what fails its own checks first (its response builder holds them
+        # before the coordinator's answers are merged in), topic by topic in the request's order:
+        # the refused topics, and the partitions that do not exist (which the coordinator answers
+        # before the others).
+        checked = [(o.topic, o.partition, TOPIC_REFUSED) for o in refused]
+        checked += (e for e in result.errors if e[2] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        order: dict[str, int] = {}
+        for o in request.offsets:
+            order.setdefault(o.topic, len(order))
+        checked.sort(key=lambda e: order[e[0]])  # stable: each topic's partitions as asked
+        rest = tuple(e for e in result.errors if e[2] is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return OffsetCommitResult(errors=(*checked, *rest))
 
     return Admitted(dataclasses.replace(request, offsets=admitted), merge)
 

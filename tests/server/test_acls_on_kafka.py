@@ -570,6 +570,17 @@ def test_classic_group_requests_are_authorized_as_on_kafka(
         ("t", 0, ErrorCode.NONE),
         ("t", 1, ErrorCode.NONE),
     ]
+    # What fails KafkaApis' checks (a refused topic, a partition that does not exist) comes first,
+    # topic by topic in the request's order; the coordinator's answers join their topics.
+    assert same(
+        "OffsetCommit app as alice: u, t 7, nowhere, t 0",
+        commit("alice", "app", [("u", 0), ("t", 7), ("nowhere", 0), ("t", 0)]),
+    ) == [
+        ("u", 0, TOPIC_REFUSED),
+        ("t", 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        ("t", 0, ErrorCode.NONE),
+        ("nowhere", 0, TOPIC_REFUSED),
+    ]
     assert same("OffsetCommit app as bob", commit("bob", "app", asked)) == [
         ("t", 0, GROUP_REFUSED),
         ("t", 1, GROUP_REFUSED),
