@@ -23,7 +23,7 @@ JoinGroup, SyncGroup,      GROUP READ, else GROUP_AUTHORIZATION_FAILED
 Heartbeat, LeaveGroup
 OffsetCommit               GROUP READ (else every partition GROUP_AUTHORIZATION_FAILED), then
                            TOPIC READ per topic (else its partitions TOPIC_AUTHORIZATION_FAILED,
-                           answered before the others)
+                           answered with the unknown partitions, before the others)
 OffsetFetch                GROUP DESCRIBE (else GROUP_AUTHORIZATION_FAILED); partitions asked
                            for of topics without TOPIC DESCRIBE: TOPIC_AUTHORIZATION_FAILED;
                            all partitions asked for: those topics left out
@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from coordinator_api._protocol import ErrorCode
@@ -195,18 +195,10 @@ def _offset_commit(who: Requester, request: OffsetCommit) -> Refused | Admitted:
 
     def merge(result: Result) -> Result:
         assert isinstance(result, OffsetCommitResult)
-        # KafkaApis answers what fails its own checks first (its response builder holds them
-        # before the coordinator's answers are merged in), topic by topic in the request's order:
-        # the refused topics, and the partitions that do not exist (which the coordinator answers
-        # before the others).
-        checked = [(o.topic, o.partition, TOPIC_REFUSED) for o in refused]
-        checked += (e for e in result.errors if e[2] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        order: dict[str, int] = {}
-        for o in request.offsets:
-            order.setdefault(o.topic, len(order))
-        checked.sort(key=lambda e: order[e[0]])  # stable: each topic's partitions as asked
-        rest = tuple(e for e in result.errors if e[2] is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return OffsetCommitResult(errors=(*checked, *rest))
+        checked = ((o.topic, o.partition, TOPIC_REFUSED) for o in refused)
+        return OffsetCommitResult(
+            errors=_checks_first(checked, result.errors, (o.topic for o in request.offsets))
+        )
 
     return Admitted(dataclasses.replace(request, offsets=admitted), merge)
 
@@ -404,6 +396,26 @@ def _delete_groups(who: Requester, request: DeleteGroups) -> Refused | Admitted:
     return Admitted(DeleteGroups(group_ids=admitted), merge)
 
 
+_PartitionError = tuple[str, int, ErrorCode]
+
+
+def _checks_first(
+    refused: Iterable[_PartitionError], answered: Iterable[_PartitionError], asked: Iterable[str]
+) -> tuple[_PartitionError, ...]:
+    """A request on partitions answered in KafkaApis' order: what fails its own checks before it
+    asks the group coordinator (the ``refused`` topics, and the partitions that do not exist,
+    which the coordinator ``answered`` UNKNOWN_TOPIC_OR_PARTITION) first, topic by topic in the
+    order the request names them (``asked``), each topic's partitions as asked; then the
+    coordinator's other answers."""
+    order: dict[str, int] = {}
+    for topic in asked:
+        order.setdefault(topic, len(order))
+    answered = tuple(answered)
+    missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    early = sorted((*refused, *(e for e in answered if e[2] is missing)), key=lambda e: order[e[0]])
+    return (*early, *(e for e in answered if e[2] is not missing))
+
+
 def _offset_delete(who: Requester, request: OffsetDelete) -> Refused | Admitted:
     if not who.may(DELETE, GROUP, request.group_id):
         return Refused(OffsetDeleteResult(error=GROUP_REFUSED))
@@ -411,20 +423,13 @@ def _offset_delete(who: Requester, request: OffsetDelete) -> Refused | Admitted:
     if all(readable.values()):
         return Admitted(request)
     refused = tuple((t, p, TOPIC_REFUSED) for t, p in request.partitions if not readable[t])
-    first_asked: dict[str, int] = {}
-    for topic, _ in request.partitions:
-        first_asked.setdefault(topic, len(first_asked))
 
     def merge(result: Result) -> Result:
         assert isinstance(result, OffsetDeleteResult)
         if result.error is not ErrorCode.NONE:
             return result  # a group-level error is the whole answer, as on Kafka
-        # KafkaApis answers the partitions it refuses or does not know before it asks the group
-        # coordinator, in the request's order of topics; the coordinator's answers follow.
-        unknown = tuple(e for e in result.partitions if e[2] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        early = sorted(refused + unknown, key=lambda e: first_asked[e[0]])
-        rest = tuple(e for e in result.partitions if e[2] is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return OffsetDeleteResult(error=ErrorCode.NONE, partitions=(*early, *rest))
+        partitions = _checks_first(refused, result.partitions, (t for t, _ in request.partitions))
+        return OffsetDeleteResult(error=ErrorCode.NONE, partitions=partitions)
 
     admitted = tuple((t, p) for t, p in request.partitions if readable[t])
     return Admitted(dataclasses.replace(request, partitions=admitted), merge)
