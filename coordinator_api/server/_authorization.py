@@ -51,6 +51,7 @@ import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
@@ -318,6 +319,9 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
+_Described = TypeVar("_Described", DescribedGroup, DescribedConsumerGroup)
+
+
 def authorized_operations(
     who: Requester | None, resource_type: ResourceType, name: str = CLUSTER_NAME
 ) -> frozenset[int]:
@@ -335,20 +339,15 @@ def with_authorized_operations(who: Requester | None, result: Result) -> Result:
     """A DescribeGroups or ConsumerGroupDescribe answer that was asked to say what ``who`` may
     do to each group. Every group gets them; the wire writes them only for a group it answers
     without an error, as KafkaApis fills them in."""
+
+    def given(group: _Described) -> _Described:
+        operations = authorized_operations(who, GROUP, group.group_id)
+        return dataclasses.replace(group, authorized_operations=operations)
+
     if isinstance(result, DescribeGroupsResult):
-        return DescribeGroupsResult(
-            groups=tuple(
-                dataclasses.replace(g, authorized_operations=authorized_operations(who, GROUP, g.group_id))
-                for g in result.groups
-            )
-        )
+        return DescribeGroupsResult(groups=tuple(map(given, result.groups)))
     assert isinstance(result, ConsumerGroupDescribeResult)
-    return ConsumerGroupDescribeResult(
-        groups=tuple(
-            dataclasses.replace(g, authorized_operations=authorized_operations(who, GROUP, g.group_id))
-            for g in result.groups
-        )
-    )
+    return ConsumerGroupDescribeResult(groups=tuple(map(given, result.groups)))
 
 
 def _consumer_group_describe(who: Requester, request: ConsumerGroupDescribe) -> Refused | Admitted:
