@@ -273,8 +273,8 @@ class Recorded(SlotMember):
         """The units the member holds now: its reconciliations replayed in order (a unit revoked
         and later given back is held, which ``assigned() - revoked()`` would miss)."""
         held: set[int] = set()
-        for _, gone, given in self.reconciled:
-            held = (held - gone) | given
+        for _, gone, added in self.reconciled:
+            held = (held - gone) | added
         return held
 
 
