@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -370,12 +370,48 @@ def start(
     )
 
 
+def broker_view(bootstrap: str, group: str) -> str:
+    """The group as its coordinator describes it (ConsumerGroupDescribe): each member's epoch,
+    partitions and target partitions, beside the group's and the target's epochs."""
+    from coordinator_api._inspect import _Connection  # the test looks inside: no public API has targets
+    from coordinator_api.server.schemas import ConsumerGroupDescribeRequest
+
+    conn = _Connection(bootstrap, 10_000)
+    try:
+        node = conn.find_coordinator(group).node
+        request = ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
+        (described,) = conn.send(request, node).groups
+    finally:
+        conn.close()
+
+    def partitions(assignment: Any) -> list[int]:
+        return sorted(p for t in assignment.topic_partitions for p in t.partitions)
+
+    lines = [
+        f"--- the coordinator's view: error {described.error_code}, {described.group_state}, group epoch "
+        f"{described.group_epoch}, target epoch {described.assignment_epoch}"
+    ]
+    lines += [
+        f"{m.client_id} epoch {m.member_epoch}: owns {partitions(m.assignment)}, target "
+        f"{partitions(m.target_assignment)}"
+        for m in described.members
+    ]
+    return "\n".join(lines)
+
+
 @contextmanager
-def diagnosed(members: list[MemberProcess]) -> Iterator[None]:
-    """On failure, add each member's ownership reports and last stderr lines."""
+def diagnosed(members: list[MemberProcess], view: Callable[[], str] | None = None) -> Iterator[None]:
+    """On failure, add each member's ownership reports and last stderr lines, and ``view``'s
+    text (the coordinator's view of the group)."""
     try:
         yield
     except AssertionError as exc:
+        seen = ""
+        if view is not None:
+            try:
+                seen = f"\n{view()}"
+            except Exception as failed:  # a diagnosis must not hide the failure
+                seen = f"\n--- the coordinator's view: not read ({failed!r})"
         tails = "\n".join(
             f"--- {m.name}\n"
             + "\n".join(
@@ -386,7 +422,7 @@ def diagnosed(members: list[MemberProcess]) -> Iterator[None]:
             + f"\n{m.stderr_text()[-2000:]}"
             for m in members
         )
-        raise AssertionError(f"{exc}\n{tails}") from exc
+        raise AssertionError(f"{exc}{seen}\n{tails}") from exc
 
 
 @pytest.mark.parametrize(
@@ -416,7 +452,8 @@ def test_a_mixed_group_reads_every_record_once_owned_through_a_kill(
             start(kafka, client, name, topic, assignor, hold if name == victim else None)
             for name, client in clients.items()
         ]
-        with running_members(started) as members, diagnosed(members):
+        view = (lambda: broker_view(kafka.bootstrap_servers, group)) if assignor == "uniform" else None
+        with running_members(started) as members, diagnosed(members, view):
             by_name = {m.name: m for m in members}
             t0 = time.monotonic()
             # Settled: every partition has one owner, each of the five members owns some and reads.
