@@ -254,9 +254,9 @@ def test_close_is_bounded_by_its_timeout_when_the_coordinator_does_not_answer(
     assert not election.is_leader() and revoked
 
 
-# 60 in the suite (about 40 s); the figures in docs/leader.md are from a run of 200
+# 40 in the suite (about 30 s); the figures in docs/leader.md are from a run of 200
 # (SOAK_FAULTS=200 in the environment).
-SOAK_FAULTS = int(os.environ.get("SOAK_FAULTS", "60"))
+SOAK_FAULTS = int(os.environ.get("SOAK_FAULTS", "40"))
 SOAK_SESSION_MS = 800
 # kind -> weight; pauses and partitions are shorter or longer than the session.
 SOAK_KINDS = {
