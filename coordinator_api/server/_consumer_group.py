@@ -13,8 +13,10 @@ Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` 
 ``CurrentAssignmentBuilder``); everything that decides a member's assignment lives here:
 
 * **Epochs.** The *group epoch* grows whenever the group changes in a way that can change the
-  assignment: a member joins, leaves or is fenced; a member's subscription (topic names, regex,
-  rack, server assignor) changes; a subscribed topic's partition count changes. Whenever the
+  assignment: a member joins, leaves or is fenced; a member's subscription (topic names or
+  regex; another protocol type's resources or metadata) changes; a subscribed topic's partition
+  count changes. A member's new rack or server assignor is kept, but is no new group epoch: the
+  next target takes it into account. Whenever the
   group epoch is ahead of the *assignment epoch*, the server-side assignor computes a new
   *target assignment* (every member's partitions-to-be) and the assignment epoch becomes the
   group epoch. Each member has its own *member epoch*: the assignment epoch it has been
@@ -177,15 +179,9 @@ def _every_topic(topic: str) -> bool:
 
 
 def _subscription_of(member: _Member) -> tuple[object, ...]:
-    """What, of a member, the assignment depends on: a change means a new group epoch."""
-    return (
-        member.topics,
-        member.regex,
-        member.rack_id,
-        member.server_assignor,
-        member.resources,
-        member.metadata,
-    )
+    """What, of a member, a change of means a new group epoch. Its rack and server assignor are
+    not in it: Kafka 4's coordinator takes them into account at the next target only."""
+    return (member.topics, member.regex, member.resources, member.metadata)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +204,6 @@ class _Group:
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # assigned or pending revocation
     partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
     topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
-    assignor: str = ""
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -358,7 +353,7 @@ class ConsumerGroups:
             state=group.state().value,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
-            assignor_name=group.assignor or self._default_assignor(group.protocol_type),
+            assignor_name=self._preferred_assignor(group),
             protocol_type=group.protocol_type,
             members=tuple(
                 DescribedConsumerMember(
@@ -390,7 +385,6 @@ class ConsumerGroups:
             group_id=group_id,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
-            assignor=group.assignor,
             protocol_type=group.protocol_type,
             members=tuple(
                 ConsumerMemberSnapshot(
@@ -426,7 +420,6 @@ class ConsumerGroups:
                 group_id=snap.group_id,
                 group_epoch=snap.group_epoch,
                 assignment_epoch=snap.assignment_epoch,
-                assignor=snap.assignor,
                 protocol_type=snap.protocol_type,
             )
             for ms in snap.members:
@@ -1364,17 +1357,18 @@ class ConsumerGroups:
                 counts[topic] = self._topics[topic].partitions
         return counts
 
-    def _default_assignor(self, protocol_type: str) -> str:
-        return next(iter(self._assignors.get(protocol_type, {})), "")
+    def _preferred_assignor(self, group: _Group) -> str:
+        """The server-side assignor the group's next target is computed with: the one most of
+        its members ask for (the first by name of those asked for most), else the protocol
+        type's default (the first registered). Like Kafka 4's coordinator, it is chosen anew
+        for each target, and ConsumerGroupDescribe names it at once."""
+        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        if votes:
+            return max(sorted(votes), key=lambda n: votes[n])
+        return next(iter(self._assignors.get(group.protocol_type, {})), "")
 
     def _compute_target(self, group: _Group) -> None:
-        votes = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
-        name = (
-            max(sorted(votes), key=lambda n: votes[n])
-            if votes
-            else self._default_assignor(group.protocol_type)
-        )
-        group.assignor = name
+        name = self._preferred_assignor(group)
         specs = [
             AssignmentSpec(
                 member_id=m.member_id,

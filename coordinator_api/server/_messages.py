@@ -529,7 +529,6 @@ class ConsumerGroupSnapshot:
     group_id: str
     group_epoch: int
     assignment_epoch: int
-    assignor: str
     members: tuple[ConsumerMemberSnapshot, ...]
     protocol_type: str = "consumer"
 

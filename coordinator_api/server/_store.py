@@ -167,7 +167,6 @@ def _consumer_group_to_json(snap: ConsumerGroupSnapshot) -> str:
         {
             "group_epoch": snap.group_epoch,
             "assignment_epoch": snap.assignment_epoch,
-            "assignor": snap.assignor,
             "protocol_type": snap.protocol_type,
             "members": [
                 {
@@ -191,7 +190,6 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
         group_id=group_id,
         group_epoch=doc["group_epoch"],
         assignment_epoch=doc["assignment_epoch"],
-        assignor=doc["assignor"],
         protocol_type=str(doc.get("protocol_type", "consumer")),
         members=tuple(
             ConsumerMemberSnapshot(

@@ -50,7 +50,12 @@ from member_processes import (
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api.server import MembershipRecorder, recording_membership
-from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
+from coordinator_api.server.schemas import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from coordinator_api.testing import KafkaCluster
 
 TopicPartition = tuple[str, int]
@@ -566,6 +571,71 @@ def test_metadata_by_topic_id_with_an_empty_name() -> None:
     used to take "" for a name, and the Java member never learned its topics' names)."""
     with EmbeddedCoordinator(topics={"events": 3}, config=kip848_config()) as coordinator:
         assert metadata_by_id(coordinator.bootstrap_servers, "events") == [("events", 0)]
+
+
+# --- what makes a new group epoch -----------------------------------------------------------------
+
+#: One member's heartbeats, each changing one thing, and what Kafka 4.3.1's broker answers to
+#: each: how far the group epoch moved from where the member's join left it, and the assignor
+#: ConsumerGroupDescribe names. A new rack or server assignor is no new epoch (the next target
+#: takes it into account); a new subscription is.
+EPOCH_TOPICS = {"epochs-a": 4, "epochs-b": 2}
+EPOCH_CHANGES: list[tuple[str, dict[str, Any], int, str]] = [
+    ("rack r2", {"rack_id": "r2"}, 0, "uniform"),
+    ("server assignor range", {"server_assignor": "range"}, 0, "range"),
+    ("rebalance timeout 40 s", {"rebalance_timeout_ms": 40_000}, 0, "range"),
+    ("a second topic", {"subscribed_topic_names": list(EPOCH_TOPICS)}, 1, "range"),
+]
+
+
+def epochs_after_changes(address: str, group: str) -> list[tuple[str, int, str]]:
+    """Send :data:`EPOCH_CHANGES` as one member's heartbeats to ``address``, the group's
+    coordinator (the member joins subscribed to the first of :data:`EPOCH_TOPICS`); for each,
+    the group epoch's move and the assignor ConsumerGroupDescribe names."""
+
+    def beat(epoch: int, **fields: Any) -> Any:
+        request = ConsumerGroupHeartbeatRequest(
+            version=1, group_id=group, member_id=member_id, member_epoch=epoch, **fields
+        )
+        answer = _call(address, request, ConsumerGroupHeartbeatResponse, 1)
+        assert answer.error_code == 0, answer
+        return answer
+
+    member_id = uuid.uuid4().hex[:22]
+    joined = beat(
+        0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=list(EPOCH_TOPICS)[:1],
+        topic_partitions=[],
+        rack_id="r1",
+        server_assignor="uniform",
+    )
+    owned = [
+        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t.topic_id, partitions=list(t.partitions))
+        for t in joined.assignment.topic_partitions
+    ]
+    epoch = beat(joined.member_epoch, topic_partitions=owned).member_epoch
+    start_epoch, moves = described(address, group).group_epoch, []
+    for label, change, _, _ in EPOCH_CHANGES:
+        epoch = beat(epoch, **change).member_epoch
+        group_now = described(address, group)
+        moves.append((label, group_now.group_epoch - start_epoch, group_now.assignor_name))
+    assert [m.rack_id for m in group_now.members] == ["r2"]
+    return moves
+
+
+def test_a_new_rack_or_assignor_is_no_new_group_epoch() -> None:
+    with EmbeddedCoordinator(topics=EPOCH_TOPICS, config=kip848_config()) as coordinator:
+        moves = epochs_after_changes(coordinator.bootstrap_servers, "epochs")
+    assert moves == [(label, move, assignor) for label, _, move, assignor in EPOCH_CHANGES]
+
+
+def test_a_new_rack_or_assignor_is_no_new_group_epoch_on_kafka(kafka: KafkaCluster) -> None:
+    """The same heartbeats to Apache Kafka 4's broker, for parity."""
+    for topic, partitions in EPOCH_TOPICS.items():
+        kafka.create_topic(topic, partitions)
+    moves = epochs_after_changes(kafka.broker(kafka.coordinator_of("epochs")).address, "epochs")
+    assert moves == [(label, move, assignor) for label, _, move, assignor in EPOCH_CHANGES]
 
 
 # --- a member that never revokes -----------------------------------------------------------------
