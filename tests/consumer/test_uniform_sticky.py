@@ -645,16 +645,17 @@ def test_the_docstring_examples_hold(module: Any) -> None:
 
 @pytest.mark.parametrize("assign", ALL, ids=IDS.get)
 def test_a_thousand_members_take_milliseconds_not_seconds(assign: AssignFn) -> None:
-    # Goal: 50 ms full, 10 ms after a join; the bounds here only catch an O(P * M) regression.
+    # Goal: 50 ms full, 10 ms after a join (bench/); the bounds here only catch an O(P * M)
+    # regression, in this process's CPU time, which other processes on the machine do not stretch.
     cluster = Cluster(partitions={f"topic-{k:03d}": 100 for k in range(100)})
     topics = frozenset(cluster.partitions)
     subscriptions = [Subscription(member_id=f"member-{m:04d}", topics=topics) for m in range(1000)]
-    started = time.perf_counter()
+    started = time.process_time()
     first = assign(subscriptions, cluster)
-    full = time.perf_counter() - started
+    full = time.process_time() - started
     joined = [*with_owned(subscriptions, first, 1), Subscription(member_id="member-new", topics=topics)]
-    started = time.perf_counter()
+    started = time.process_time()
     second = assign(joined, cluster)
-    incremental = time.perf_counter() - started
+    incremental = time.process_time() - started
     assert full < 0.5 and incremental < 0.5, (full, incremental)
     assert moved(first, second) == 9
