@@ -486,9 +486,7 @@ class ConsumerGroups:
                     )
                 )
             return (
-                ConsumerGroupHeartbeatResult(
-                    error=refused.error, message=refused.message, member_id=req.member_id or None
-                ),
+                ConsumerGroupHeartbeatResult(error=refused.error, message=refused.message),
                 events,
             )
 
@@ -843,11 +841,9 @@ class ConsumerGroups:
             )
         else:
             self._remove(group, member, events, kind="left", detail="left the group")
+        # Kafka's answer to a leave gives no heartbeat interval: there is no next heartbeat.
         return ConsumerGroupHeartbeatResult(
-            error=ErrorCode.NONE,
-            member_id=req.member_id,
-            member_epoch=req.member_epoch,
-            heartbeat_interval_ms=self.timeouts(group.group_id)[1],
+            error=ErrorCode.NONE, member_id=req.member_id, member_epoch=req.member_epoch
         )
 
     # --- classic-protocol members (online migration) -----------------------------------------
@@ -1247,9 +1243,7 @@ class ConsumerGroups:
                 raise _unknown_member(req.member_id, req.group_id)
             self._check_epoch(member, req.member_epoch, owned)
         except _Refused as refused:
-            error = ConsumerGroupHeartbeatResult(
-                error=refused.error, message=refused.message, member_id=req.member_id
-            )
+            error = ConsumerGroupHeartbeatResult(error=refused.error, message=refused.message)
             return error, events
         if group.group_epoch > group.assignment_epoch:
             # The group changed without a heartbeat (a member left, was expired or fenced): the

@@ -372,9 +372,9 @@ class ConsumerGroupHeartbeat:
 class ConsumerGroupHeartbeatResult:
     error: ErrorCode
     message: str | None = None
-    member_id: str | None = None
+    member_id: str | None = None  # none in an error answer, as from Kafka's brokers
     member_epoch: int = 0  # what Kafka's brokers put in an error answer
-    heartbeat_interval_ms: int = 0
+    heartbeat_interval_ms: int = 0  # nor in the answer to a leave
     assignment: TopicIdPartitions | None = None
     owners: ResourceOwners | None = None  # when the heartbeat asked (list_owners)
 

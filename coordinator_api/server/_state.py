@@ -531,7 +531,6 @@ class GroupCoordinator:
                 return ConsumerGroupHeartbeatResult(
                     error=ErrorCode.GROUP_ID_NOT_FOUND,
                     message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
-                    member_id=req.member_id or None,
                 )
             upgraded = adopted
         elif classic is not None:

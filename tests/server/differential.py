@@ -1,18 +1,21 @@
-"""Differential testing of the classic group protocol: the same request sequence sent to an
-Apache Kafka 4 broker and to the embedded coordinator, their answers compared field by field.
+"""Differential testing of the group protocols (classic, and KIP-848's consumer groups): the
+same request sequence sent to an Apache Kafka 4 broker and to the embedded coordinator, their
+answers compared field by field.
 
 A scenario is a function of a :class:`Peer`: it opens one connection per member
 (:meth:`Peer.member`), sends requests built with kafka-python's classes at explicit versions,
 and records each answer (:meth:`Member.send` then :meth:`Member.answer`, or :meth:`Member.call`).
 Requests that wait (a JoinGroup parked until the rebalance completes) are sent first and read
 later, as real clients do. Each answer is reduced to the fields Kafka clients act on, with member
-ids replaced by the names of the members they belong to (the two servers make ids differently),
-so two transcripts are equal exactly when the servers behaved alike. What is allowed to differ
-is listed in ``ALLOWED``, each with its reason.
+ids replaced by the names of the members they belong to (the two servers make ids differently)
+and topic ids by the order in which the run first saw them, so two transcripts are equal exactly
+when the servers behaved alike. What is allowed to differ is listed in ``ALLOWED``, each with its
+reason.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import time
@@ -36,6 +39,9 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+from coordinator_api._protocol import ErrorCode
+from coordinator_api.server.schemas import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+
 HOST: Final = "127.0.0.1"
 TIMEOUT_S: Final = 30.0
 # How far the waits of timed requests (a rebalance timeout, a session) may differ between the
@@ -48,6 +54,15 @@ ALLOWED: Final = {
     "its own counter; transcripts name members by client instead",
     "held heartbeats": "the embedded coordinator may hold a Stable member's Heartbeat; the "
     "differential runs use heartbeat_hold_ms=0, Kafka's behaviour",
+    "regular expressions": "a SubscribedTopicRegex that does not compile is refused by both, with "
+    "the words of the regex engine after the colon: RE2/J's on Kafka, Python's re here; "
+    "transcripts keep what comes before",
+    "first group epoch": "Kafka 4.3 makes a new consumer group at epoch 1, so that its first "
+    "member joins at 2; the embedded coordinator makes it at 0 and the join is 1. Transcripts count "
+    "KIP-848's epochs from the first a run sees, in answers and in fencing messages alike",
+    "batched targets": "Kafka 4.3 computes a consumer group's target at most once a second "
+    "(consumer.assignment.interval.ms, KIP-1263), this coordinator at once; the differential "
+    "runs set the interval to 0 on Kafka for their groups",
 }
 
 RESPONSES: Final[dict[str, Any]] = {
@@ -59,6 +74,8 @@ RESPONSES: Final[dict[str, Any]] = {
     "DescribeGroupsRequest": DescribeGroupsResponse,
     "ListGroupsRequest": ListGroupsResponse,
     "DeleteGroupsRequest": DeleteGroupsResponse,
+    "ConsumerGroupHeartbeatRequest": ConsumerGroupHeartbeatResponse,
+    "ConsumerGroupDescribeRequest": ConsumerGroupDescribeResponse,
 }
 
 
@@ -78,9 +95,27 @@ class Transcript:
 
     ids: dict[str, str] = field(default_factory=dict)  # member id -> client name
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> "topic-1", ...
+    first_epoch: int | None = None  # the first KIP-848 epoch above 0 that the run saw
 
     def name(self, member_id: str) -> str:
         return self.ids.get(member_id, "" if not member_id else "<unknown id>")
+
+    def topic(self, topic_id: object) -> str:
+        return self.topic_ids.setdefault(str(topic_id), f"topic-{len(self.topic_ids) + 1}")
+
+    def epoch(self, epoch: int) -> int:
+        """A KIP-848 epoch, counted from the first above 0 the run saw (as 1); 0 and the leave
+        epochs stay as they are. See ALLOWED["first group epoch"]."""
+        if epoch <= 0:
+            return epoch
+        if self.first_epoch is None:
+            self.first_epoch = epoch
+        return epoch - self.first_epoch + 1
+
+    def partitions(self, topic_partitions: Any) -> list[tuple[str, list[int]]]:
+        """KIP-848's partitions by topic id, topics named by :meth:`topic`."""
+        return sorted((self.topic(t.topic_id), sorted(t.partitions)) for t in topic_partitions)
 
 
 class Member:
@@ -90,6 +125,9 @@ class Member:
         self.peer = peer
         self.client = client
         self.member_id = ""
+        #: What KIP-848's clients send (KIP-1082: they make their own member ids).
+        self.own_member_id = uuid.uuid4().hex[:22]
+        peer.transcript.ids[self.own_member_id] = client
         self.sock = socket.create_connection(coordinator, timeout=TIMEOUT_S)
         self._correlation = 0
         # correlation -> (label, class, version, sent at, whether the wait is compared)
@@ -240,6 +278,43 @@ class Peer:
                 for g in response.groups
                 if g.group_id.startswith(self.group_id)
             )
+        elif name.startswith("ConsumerGroupHeartbeatResponse"):
+            message = (response.error_message or "").replace(self.group_id, "<group>")
+            for member_id, client in t.ids.items():
+                message = message.replace(member_id, client)
+            if response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION:
+                message = message.split(": ", 1)[0]
+            if response.error_code == ErrorCode.FENCED_MEMBER_EPOCH:  # "member epoch (3) than ..."
+                message = re.sub(r"\((\d+)\)", lambda found: f"({t.epoch(int(found[1]))})", message)
+            fields.update(
+                message=message,
+                member=t.name(response.member_id or ""),
+                epoch=t.epoch(response.member_epoch),
+                interval_ms=response.heartbeat_interval_ms,
+                assignment=None
+                if response.assignment is None
+                else t.partitions(response.assignment.topic_partitions),
+            )
+        elif name.startswith("ConsumerGroupDescribeResponse"):
+            (group,) = response.groups
+            fields = {
+                "error": group.error_code,
+                "message": (group.error_message or "").replace(self.group_id, "<group>"),
+                "state": group.group_state,
+                "epochs": (t.epoch(group.group_epoch), t.epoch(group.assignment_epoch)),
+                "assignor": group.assignor_name,
+                "members": sorted(
+                    (
+                        t.name(m.member_id),
+                        m.instance_id,
+                        t.epoch(m.member_epoch),
+                        sorted(m.subscribed_topic_names),
+                        t.partitions(m.assignment.topic_partitions),
+                        t.partitions(m.target_assignment.topic_partitions),
+                    )
+                    for m in group.members
+                ),
+            }
         elif name.startswith("DeleteGroupsResponse"):
             fields = {
                 "results": sorted(
@@ -265,9 +340,17 @@ def _find_coordinator(address: tuple[str, int], group_id: str) -> tuple[str, int
         time.sleep(0.2)
 
 
-def run(kind: str, bootstrap: str, scenario: Callable[[Peer], None]) -> Transcript:
-    """Run ``scenario`` against one server, in a group of its own; return its transcript."""
+def run(
+    kind: str,
+    bootstrap: str,
+    scenario: Callable[[Peer], None],
+    before: Callable[[str], None] | None = None,
+) -> Transcript:
+    """Run ``scenario`` against one server, in a group of its own (``before`` is given its id
+    first); return its transcript."""
     peer = Peer(kind, bootstrap, f"differential-{scenario.__name__}-{uuid.uuid4().hex[:8]}")
+    if before is not None:
+        before(peer.group_id)
     try:
         scenario(peer)
     finally:

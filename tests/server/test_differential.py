@@ -1,10 +1,12 @@
-"""The classic group protocol, differentially: each scenario runs against Apache Kafka 4 (the
-suite's KRaft cluster) and against the embedded coordinator, and their answers must agree field
-by field (tests/server/differential.py; intended differences in its ALLOWED)."""
+"""The classic group protocol and KIP-848's consumer groups, differentially: each scenario runs
+against Apache Kafka 4 (the suite's KRaft cluster) and against the embedded coordinator, and
+their answers must agree field by field (tests/server/differential.py; intended differences in
+its ALLOWED)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from coordinator_consumer import TopicPartition, encode_assignment, encode_subscription
@@ -21,9 +23,11 @@ from kafka.protocol.consumer import (
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from coordinator_api.testing import KafkaCluster
 
 TOPIC = "differential-t"
+CONSUMER_TOPIC = "differential-k"  # KIP-848's scenarios: 4 partitions
 SUBSCRIPTION = encode_subscription([TOPIC])
 SESSION_MS = 10_000
 REBALANCE_MS = 5_000
@@ -278,24 +282,137 @@ def an_absent_static_leader_is_replaced(peer: Peer) -> None:
     a.call("a: heartbeat, its generation has passed", heartbeat(a, 2, instance="ia"))
 
 
+# --- KIP-848's consumer groups ------------------------------------------------------------------
+
+
+def beat(m: Member, epoch: int, owned: list[Any] | None = None, **fields: Any) -> Any:
+    """A ConsumerGroupHeartbeat (v1: the member's own id) at ``epoch``, listing ``owned``."""
+    return ConsumerGroupHeartbeatRequest(
+        version=1,
+        group_id=fields.pop("group_id", m.peer.group_id),
+        member_id=m.own_member_id,
+        member_epoch=epoch,
+        topic_partitions=owned,
+        **fields,
+    )
+
+
+def joining(m: Member, **fields: Any) -> Any:
+    """A first heartbeat, as KIP-848's clients send it: every field given."""
+    fields = {"rebalance_timeout_ms": REBALANCE_MS, "subscribed_topic_names": [CONSUMER_TOPIC], **fields}
+    return beat(m, 0, fields.pop("topic_partitions", []), **fields)
+
+
+def owned(answer: Any) -> list[Any]:
+    """The partitions ``answer`` assigned, as the member lists them back."""
+    return [
+        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t.topic_id, partitions=list(t.partitions))
+        for t in answer.assignment.topic_partitions
+    ]
+
+
+def described(m: Member) -> Any:
+    return ConsumerGroupDescribeRequest(
+        version=0, group_ids=[m.peer.group_id], include_authorized_operations=False
+    )
+
+
+def consumer_group_scales_out_and_in(peer: Peer) -> None:
+    """b joins a's group: a must first give up what b's target has, and b gets it once a has;
+    then a leaves and b gets everything."""
+    a, b = peer.member("a"), peer.member("b")
+    joined = a.call("a: join", joining(a))
+    a_epoch, a_owns = joined.member_epoch, owned(joined)
+    a.call("a: heartbeat, listing what it owns", beat(a, a_epoch, a_owns))
+    joined = b.call("b: join (what it gets is still a's)", joining(b))
+    b_epoch = joined.member_epoch
+    told = a.call("a: heartbeat (gives up partitions)", beat(a, a_epoch))
+    a_owns = owned(told)
+    moved = a.call("a: heartbeat, having revoked", beat(a, a_epoch, a_owns))
+    a_epoch = moved.member_epoch
+    got = b.call("b: heartbeat (gets what a released)", beat(b, b_epoch))
+    b_owns = owned(got)
+    b.call("b: heartbeat, listing what it owns", beat(b, got.member_epoch, b_owns))
+    a.call("describe: Stable", described(a))
+    a.call("a: leave", beat(a, -1))
+    got = b.call("b: heartbeat (a left)", beat(b, b_epoch))
+    b.call("b: heartbeat, listing everything", beat(b, got.member_epoch, owned(got)))
+    b.call("describe: b alone", described(b))
+    b.call("b: leave", beat(b, -1))
+    b.call("describe: Empty", described(b))
+
+
+def consumer_group_fences_and_refuses(peer: Peer) -> None:
+    """Epochs the member cannot have (its previous one is taken, as when the answer that moved
+    it on was lost), unknown members, and requests a join cannot be."""
+    a, x = peer.member("a"), peer.member("x")
+    joined = a.call("a: join", joining(a))
+    first = joined.member_epoch
+    a.call("a: heartbeat, listing what it owns", beat(a, first, owned(joined)))
+    both = [CONSUMER_TOPIC, TOPIC]
+    moved = a.call("a: subscribes to a second topic", beat(a, first, subscribed_topic_names=both))
+    second, has = moved.member_epoch, owned(moved)
+    a.call("a: heartbeat, listing what it owns", beat(a, second, has))
+    back = a.call("a: back to one topic", beat(a, second, subscribed_topic_names=[CONSUMER_TOPIC]))
+    third = back.member_epoch
+    a.call("a: its previous epoch, listing what it had", beat(a, second, has))
+    a.call("a: its previous epoch, listing nothing new", beat(a, second))
+    a.call("a: an epoch ahead of its own", beat(a, third + 1))
+    a.call("a: two epochs behind its own", beat(a, first))
+    a.call("a: its epoch, listing what it owns", beat(a, third, owned(back)))
+    x.call("x: unknown member, epoch 1", beat(x, 1))
+    x.call("x: join without a rebalance timeout", beat(x, 0, [], subscribed_topic_names=[CONSUMER_TOPIC]))
+    x.call("x: join without topics", beat(x, 0, [], rebalance_timeout_ms=REBALANCE_MS))
+    x.call("x: join without owned partitions", joining(x, topic_partitions=None))
+    x.call("x: join with an unknown assignor", joining(x, server_assignor="sticky"))
+    x.call("x: join with a bad regex", joining(x, subscribed_topic_names=None, subscribed_topic_regex="("))
+    x.call("x: epoch -3", beat(x, -3))
+    x.call("x: static leave without an instance id", beat(x, -2))
+    other = f"{peer.group_id}-unknown"
+    stranger = peer.member("stranger", coordinator_of=other)
+    stranger.call("stranger: unknown group, epoch 1", beat(stranger, 1, group_id=other))
+    a.call("describe: a alone", described(a))
+
+
+def consumer_group_static_member_restarts(peer: Peer) -> None:
+    """Static a leaves with epoch -2 and comes back under a new member id: its partitions and
+    epoch, and no new group epoch; a second member with its instance id meanwhile is refused."""
+    a, b = peer.member("a"), peer.member("b")
+    joined = a.call("a: join (static)", joining(a, instance_id="ia"))
+    listing = beat(a, joined.member_epoch, owned(joined), instance_id="ia")
+    a.call("a: heartbeat, listing what it owns", listing)
+    a.call("a: static leave", beat(a, -2, instance_id="ia"))
+    a.call("describe: a gone for now", described(a))
+    a2 = peer.member("a-restarted")
+    back = a2.call("a restarted: join (static)", joining(a2, instance_id="ia"))
+    a2.call("a restarted: heartbeat", beat(a2, back.member_epoch, owned(back), instance_id="ia"))
+    b.call("b: join with a's instance id", joining(b, instance_id="ia"))
+    a.call("old a: heartbeat", beat(a, back.member_epoch, instance_id="ia"))
+    a2.call("describe: a restarted, no new epoch", described(a2))
+
+
 SCENARIOS: list[Callable[[Peer], None]] = [
     join_sync_heartbeat_and_leave,
     static_members_restart,
     bad_requests_and_unknown_groups,
     first_rebalance_and_a_pending_member,
     an_absent_static_leader_is_replaced,
+    consumer_group_scales_out_and_in,
+    consumer_group_fences_and_refuses,
+    consumer_group_static_member_restarts,
 ]
 
 
 @pytest.fixture(scope="module")
 def embedded() -> Iterator[EmbeddedCoordinator]:
-    with EmbeddedCoordinator(topics={TOPIC: 2}, config=CONFIG) as coordinator:
+    with EmbeddedCoordinator(topics={TOPIC: 2, CONSUMER_TOPIC: 4}, config=CONFIG) as coordinator:
         yield coordinator
 
 
 @pytest.fixture(scope="module")
 def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
     kafka_cluster.create_topic(TOPIC, 2)
+    kafka_cluster.create_topic(CONSUMER_TOPIC, 4)
     return kafka_cluster
 
 
@@ -303,7 +420,13 @@ def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
 def test_the_embedded_coordinator_answers_as_kafka_does(
     scenario: Callable[[Peer], None], kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
 ) -> None:
-    on_kafka = run("kafka", kafka_with_topic.bootstrap_servers, scenario)
+    at_once = None
+    if scenario.__name__.startswith("consumer_group_"):
+
+        def at_once(group_id: str) -> None:
+            kafka_with_topic.set_group_config(group_id, {"consumer.assignment.interval.ms": 0})
+
+    on_kafka = run("kafka", kafka_with_topic.bootstrap_servers, scenario, before=at_once)
     on_embedded = run("embedded", embedded.bootstrap_servers, scenario)
     found = differences(on_kafka, on_embedded)
     assert not found, "\n".join(found)
