@@ -16,10 +16,9 @@ Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` 
   assignment: a member joins, leaves or is fenced; a member's subscription (topic names or
   regex; another protocol type's resources or metadata) changes; a subscribed topic's partition
   count changes. A member's new rack or server assignor is kept, but is no new group epoch: the
-  next target takes it into account. Whenever the
-  group epoch is ahead of the *assignment epoch*, the server-side assignor computes a new
-  *target assignment* (every member's partitions-to-be) and the assignment epoch becomes the
-  group epoch. Each member has its own *member epoch*: the assignment epoch it has been
+  next target takes it into account. Whenever the group epoch is ahead of the *assignment
+  epoch*, the server-side assignor computes a new *target assignment* (every member's
+  partitions-to-be) and the assignment epoch becomes the group epoch. Each member has its own *member epoch*: the assignment epoch it has been
   reconciled to.
 * **Reconciliation, one member at a time, on its own heartbeats** (no group-wide barrier):
 

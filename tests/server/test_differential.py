@@ -342,6 +342,30 @@ def consumer_group_scales_out_and_in(peer: Peer) -> None:
     b.call("describe: Empty", described(b))
 
 
+def consumer_group_of_three_with_a_late_revocation(peer: Peer) -> None:
+    """b and then c join before a has given anything up: each gets what a releases, once a
+    has; then b leaves and a and c share its partitions."""
+    a, b, c = peer.member("a"), peer.member("b"), peer.member("c")
+    joined = a.call("a: join", joining(a))
+    a.call("a: heartbeat, listing what it owns", beat(a, joined.member_epoch, owned(joined)))
+    a_epoch = joined.member_epoch
+    b_epoch = b.call("b: join", joining(b)).member_epoch
+    c_epoch = c.call("c: join, a has revoked nothing yet", joining(c)).member_epoch
+    b_epoch = b.call("b: heartbeat (a new target meanwhile)", beat(b, b_epoch)).member_epoch
+    told = a.call("a: heartbeat (gives up partitions)", beat(a, a_epoch))
+    a_epoch = a.call("a: heartbeat, having revoked", beat(a, a_epoch, owned(told))).member_epoch
+    got = b.call("b: heartbeat (gets what a released)", beat(b, b_epoch))
+    b.call("b: heartbeat, listing what it owns", beat(b, got.member_epoch, owned(got)))
+    got = c.call("c: heartbeat (gets what a released)", beat(c, c_epoch))
+    c_epoch = c.call("c: heartbeat, listing what it owns", beat(c, got.member_epoch, owned(got))).member_epoch
+    a.call("a: heartbeat", beat(a, a_epoch))
+    a.call("describe: Stable", described(a))
+    b.call("b: leave", beat(b, -1))
+    a.call("a: heartbeat (b left)", beat(a, a_epoch))
+    c.call("c: heartbeat (b left)", beat(c, c_epoch))
+    a.call("describe: a and c", described(a))
+
+
 def consumer_group_fences_and_refuses(peer: Peer) -> None:
     """Epochs the member cannot have (its previous one is taken, as when the answer that moved
     it on was lost), unknown members, and requests a join cannot be."""
@@ -398,6 +422,7 @@ SCENARIOS: list[Callable[[Peer], None]] = [
     first_rebalance_and_a_pending_member,
     an_absent_static_leader_is_replaced,
     consumer_group_scales_out_and_in,
+    consumer_group_of_three_with_a_late_revocation,
     consumer_group_fences_and_refuses,
     consumer_group_static_member_restarts,
 ]
