@@ -18,15 +18,16 @@ Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` 
   count changes. A member's new rack or server assignor is kept, but is no new group epoch: the
   next target takes it into account. Whenever the group epoch is ahead of the *assignment
   epoch*, the server-side assignor computes a new *target assignment* (every member's
-  partitions-to-be) and the assignment epoch becomes the group epoch. Each member has its own *member epoch*: the assignment epoch it has been
-  reconciled to.
+  partitions-to-be) and the assignment epoch becomes the group epoch. Each member has its own
+  *member epoch*: the assignment epoch it has been reconciled to.
 * **Reconciliation, one member at a time, on its own heartbeats** (no group-wide barrier):
 
   1. a member behind the assignment epoch that owns partitions its target no longer has must
      first give them up: they are *pending revocation*, the member keeps its epoch and is in
      ``UNREVOKED_PARTITIONS`` until a heartbeat no longer lists any of them as owned; they are
-     then free for their next owners, and the member moves one epoch on (at most to the
-     assignment epoch), where it may have more to revoke if the target moved meanwhile;
+     then free for their next owners, and the member, still at its epoch, is reconciled
+     towards the latest target: if the target moved meanwhile it may have more to revoke, at
+     the same epoch (Kafka 4.3; its coordinator of 2024 moved it one epoch on first);
   2. then it moves to the assignment epoch and gets the partitions of its target that no other
      member owns; a partition another member still owns (pending revocation there) is
      *unreleased*: the member is ``UNRELEASED_PARTITIONS`` and gets it on a later heartbeat,
@@ -364,7 +365,9 @@ class ConsumerGroups:
                     client_host=m.client_host,
                     subscribed_topic_names=tuple(sorted(m.topics)),
                     subscribed_topic_regex=m.regex,
-                    assignment=self._described(group, m.assigned),
+                    # What it is responsible for, as Kafka describes it: the partitions it is
+                    # still to give up count until it has.
+                    assignment=self._described(group, m.assigned | m.pending_revocation),
                     target_assignment=self._described(group, group.target.get(m.member_id, frozenset())),
                     metadata=m.metadata,
                 )
@@ -1392,14 +1395,12 @@ class ConsumerGroups:
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if owned is None or owned & member.pending_revocation:
                 return  # still revoking
-            # Revoked: the partitions are free for their next owners, and the member moves one
-            # epoch on (Kafka's min(epoch + 1, assignment epoch)), even if it has more to revoke.
+            # Revoked: the partitions are free for their next owners. The member is reconciled
+            # from its epoch towards the latest target: if that takes more from it, it revokes
+            # again at the same epoch (as Kafka 4.3's coordinator; 2024's moved it one on).
             self._release(group, member, member.pending_revocation)
             member.pending_revocation = frozenset()
             member.revocation_deadline = None
-            next_epoch = min(member.epoch + 1, group.assignment_epoch)
-        else:
-            next_epoch = member.epoch
         subscribed = self._subscribed_topics(group, member)
         target = frozenset(p for p in target if p[0] in subscribed)
         keep = member.assigned & target
@@ -1410,7 +1411,7 @@ class ConsumerGroups:
         before = (member.epoch, member.state, member.assigned, member.pending_revocation)
         if revoke and (owned is None or owned & revoke):
             member.state = MemberState.UNREVOKED_PARTITIONS
-            member.previous_epoch, member.epoch = member.epoch, next_epoch
+            member.previous_epoch = member.epoch
             member.assigned, member.pending_revocation = keep, revoke
             if member.revocation_deadline is None:  # a new revocation: a whole rebalance timeout
                 member.revocation_deadline = now_ms + member.rebalance_timeout_ms

@@ -60,6 +60,10 @@ ALLOWED: Final = {
     "first group epoch": "Kafka 4.3 makes a new consumer group at epoch 1, so that its first "
     "member joins at 2; the embedded coordinator makes it at 0 and the join is 1. Transcripts count "
     "KIP-848's epochs from the first a run sees, in answers and in fencing messages alike",
+    "tie-breaks": "which of several equally placed members gets a partition is each uniform "
+    "assignor's own choice (Kafka's follows its hash map's order of the random member ids, so it "
+    "varies from run to run); runs of more than two members compare how many partitions each "
+    "member has and is to have, not which",
     "batched targets": "Kafka 4.3 computes a consumer group's target at most once a second "
     "(consumer.assignment.interval.ms, KIP-1263), this coordinator at once; the differential "
     "runs set the interval to 0 on Kafka for their groups",
@@ -97,6 +101,7 @@ class Transcript:
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> "topic-1", ...
     first_epoch: int | None = None  # the first KIP-848 epoch above 0 that the run saw
+    counts_only: bool = False  # KIP-848's partitions by how many, not which (ALLOWED["tie-breaks"])
 
     def name(self, member_id: str) -> str:
         return self.ids.get(member_id, "" if not member_id else "<unknown id>")
@@ -113,8 +118,11 @@ class Transcript:
             self.first_epoch = epoch
         return epoch - self.first_epoch + 1
 
-    def partitions(self, topic_partitions: Any) -> list[tuple[str, list[int]]]:
-        """KIP-848's partitions by topic id, topics named by :meth:`topic`."""
+    def partitions(self, topic_partitions: Any) -> list[tuple[str, Any]]:
+        """KIP-848's partitions by topic id, topics named by :meth:`topic`: each topic's, or with
+        :attr:`counts_only` how many."""
+        if self.counts_only:
+            return sorted((self.topic(t.topic_id), len(t.partitions)) for t in topic_partitions)
         return sorted((self.topic(t.topic_id), sorted(t.partitions)) for t in topic_partitions)
 
 

@@ -28,6 +28,10 @@ from coordinator_api.testing import KafkaCluster
 
 TOPIC = "differential-t"
 CONSUMER_TOPIC = "differential-k"  # KIP-848's scenarios: 4 partitions
+# 12 partitions: each of up to 4 members has as many as the others, whichever way the two
+# servers' uniform assignors break their ties (ALLOWED["tie-breaks"]).
+SHARED_TOPIC = "differential-k12"
+MOST_MEMBERS = 4
 SUBSCRIPTION = encode_subscription([TOPIC])
 SESSION_MS = 10_000
 REBALANCE_MS = 5_000
@@ -345,12 +349,14 @@ def consumer_group_scales_out_and_in(peer: Peer) -> None:
 def consumer_group_of_three_with_a_late_revocation(peer: Peer) -> None:
     """b and then c join before a has given anything up: each gets what a releases, once a
     has; then b leaves and a and c share its partitions."""
+    peer.transcript.counts_only = True  # three members: ties are the assignor's own to break
     a, b, c = peer.member("a"), peer.member("b"), peer.member("c")
-    joined = a.call("a: join", joining(a))
+    joined = a.call("a: join", joining(a, subscribed_topic_names=[SHARED_TOPIC]))
     a.call("a: heartbeat, listing what it owns", beat(a, joined.member_epoch, owned(joined)))
     a_epoch = joined.member_epoch
-    b_epoch = b.call("b: join", joining(b)).member_epoch
-    c_epoch = c.call("c: join, a has revoked nothing yet", joining(c)).member_epoch
+    b_epoch = b.call("b: join", joining(b, subscribed_topic_names=[SHARED_TOPIC])).member_epoch
+    c_joins = joining(c, subscribed_topic_names=[SHARED_TOPIC])
+    c_epoch = c.call("c: join, a has revoked nothing yet", c_joins).member_epoch
     b_epoch = b.call("b: heartbeat (a new target meanwhile)", beat(b, b_epoch)).member_epoch
     told = a.call("a: heartbeat (gives up partitions)", beat(a, a_epoch))
     a_epoch = a.call("a: heartbeat, having revoked", beat(a, a_epoch, owned(told))).member_epoch
@@ -430,7 +436,9 @@ SCENARIOS: list[Callable[[Peer], None]] = [
 
 @pytest.fixture(scope="module")
 def embedded() -> Iterator[EmbeddedCoordinator]:
-    with EmbeddedCoordinator(topics={TOPIC: 2, CONSUMER_TOPIC: 4}, config=CONFIG) as coordinator:
+    with EmbeddedCoordinator(
+        topics={TOPIC: 2, CONSUMER_TOPIC: 4, SHARED_TOPIC: 12}, config=CONFIG
+    ) as coordinator:
         yield coordinator
 
 
@@ -438,6 +446,7 @@ def embedded() -> Iterator[EmbeddedCoordinator]:
 def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
     kafka_cluster.create_topic(TOPIC, 2)
     kafka_cluster.create_topic(CONSUMER_TOPIC, 4)
+    kafka_cluster.create_topic(SHARED_TOPIC, 12)
     return kafka_cluster
 
 
@@ -558,6 +567,83 @@ def test_generated_sequences_are_answered_as_kafka_answers_them(
     event(f"{kinds.count('join')} join(s), {kinds.count('leave')} leave(s)")
     found = differences(
         run("kafka", kafka_with_topic.bootstrap_servers, scenario),
+        run("embedded", embedded.bootstrap_servers, scenario),
+    )
+    assert not found, f"{steps}:\n" + "\n".join(found)
+
+
+# KIP-848's consumer groups, generated: members join, heartbeat, acknowledge what they were given
+# (listing it as owned) and leave, in any order, as Kafka's consumers do when each of their
+# heartbeats is answered before the next is sent. Every answer depends only on that order.
+
+
+class ConsumerGroupRun:
+    """The members of a generated consumer-group run and what each learnt from its answers."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        peer.transcript.counts_only = True  # more than two members: ties are the assignor's own
+        self.epochs: dict[Member, int] = {}  # the members in the group, at their epochs
+        self.owned: dict[Member, list[Any]] = {}  # what each owns, once told
+        self.clients = 0
+
+    def _answered(self, m: Member, answer: Any) -> None:
+        if answer.error_code != 0:
+            self.epochs.pop(m, None)  # as a client does: it rejoins later, as a new member
+            return
+        self.epochs[m] = answer.member_epoch
+        if answer.assignment is not None:
+            self.owned[m] = owned(answer)  # revoked and assigned at once; listed when it acknowledges
+
+    def step(self, kind: str, index: int) -> None:
+        members = list(self.epochs)
+        if (kind == "join" and len(members) < MOST_MEMBERS) or not members:
+            self.clients += 1
+            m = self.peer.member(f"c{self.clients}")
+            self._answered(m, m.call(f"{m.client}: join", joining(m, subscribed_topic_names=[SHARED_TOPIC])))
+            return
+        m = members[index % len(members)]
+        epoch = self.epochs[m]
+        if kind == "heartbeat":
+            self._answered(m, m.call(f"{m.client}: heartbeat", beat(m, epoch)))
+        elif kind == "acknowledge":
+            listed = beat(m, epoch, self.owned.get(m, []))
+            self._answered(m, m.call(f"{m.client}: heartbeat, listing what it owns", listed))
+        elif kind in ("describe", "join"):  # a join with the group full: a describe instead
+            m.call("describe", described(m))
+        else:
+            m.call(f"{m.client}: leave", beat(m, -1))
+            del self.epochs[m]
+
+
+consumer_steps_st = st.lists(
+    st.tuples(
+        st.sampled_from(["join", "heartbeat", "acknowledge", "acknowledge", "describe", "leave"]),
+        st.integers(0, 3),
+    ),
+    min_size=4,
+    max_size=14,
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(steps=consumer_steps_st)
+def test_generated_consumer_group_sequences_are_answered_as_kafka_answers_them(
+    steps: list[tuple[str, int]], kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
+) -> None:
+    def scenario(peer: Peer) -> None:
+        group = ConsumerGroupRun(peer)
+        for kind, index in steps:
+            group.step(kind, index)
+
+    def at_once(group_id: str) -> None:
+        kafka_with_topic.set_group_config(group_id, {"consumer.assignment.interval.ms": 0})
+
+    scenario.__name__ = "generated_consumer_group"
+    kinds = [kind for kind, _ in steps]
+    event(f"{kinds.count('join')} join(s), {kinds.count('leave')} leave(s)")
+    found = differences(
+        run("kafka", kafka_with_topic.bootstrap_servers, scenario, before=at_once),
         run("embedded", embedded.bootstrap_servers, scenario),
     )
     assert not found, f"{steps}:\n" + "\n".join(found)
