@@ -573,8 +573,9 @@ def test_generated_sequences_are_answered_as_kafka_answers_them(
 
 
 # KIP-848's consumer groups, generated: members join, heartbeat, acknowledge what they were given
-# (listing it as owned) and leave, in any order, as Kafka's consumers do when each of their
-# heartbeats is answered before the next is sent. Every answer depends only on that order.
+# (listing it as owned), join again under their ids, send an epoch they cannot have and leave, in
+# any order, as Kafka's consumers do when each of their heartbeats is answered before the next is
+# sent. Every answer depends only on that order.
 
 
 class ConsumerGroupRun:
@@ -609,6 +610,11 @@ class ConsumerGroupRun:
         elif kind == "acknowledge":
             listed = beat(m, epoch, self.owned.get(m, []))
             self._answered(m, m.call(f"{m.client}: heartbeat, listing what it owns", listed))
+        elif kind == "rejoin":  # epoch 0 again under its id, as after an answer it never got
+            rejoins = joining(m, subscribed_topic_names=[SHARED_TOPIC])
+            self._answered(m, m.call(f"{m.client}: join again under its id", rejoins))
+        elif kind == "ahead":  # an epoch it cannot have: fenced, and it stays away (its session runs)
+            self._answered(m, m.call(f"{m.client}: heartbeat, an epoch ahead", beat(m, epoch + 1)))
         elif kind in ("describe", "join"):  # a join with the group full: a describe instead
             m.call("describe", described(m))
         else:
@@ -618,7 +624,9 @@ class ConsumerGroupRun:
 
 consumer_steps_st = st.lists(
     st.tuples(
-        st.sampled_from(["join", "heartbeat", "acknowledge", "acknowledge", "describe", "leave"]),
+        st.sampled_from(
+            ["join", "heartbeat", "acknowledge", "acknowledge", "describe", "leave", "rejoin", "ahead"]
+        ),
         st.integers(0, 3),
     ),
     min_size=4,
