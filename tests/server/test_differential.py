@@ -586,6 +586,9 @@ class ConsumerGroupRun:
         peer.transcript.counts_only = True  # more than two members: ties are the assignor's own
         self.epochs: dict[Member, int] = {}  # the members in the group, at their epochs
         self.owned: dict[Member, list[Any]] = {}  # what each owns, once told
+        self.instances: dict[Member, str] = {}  # the static ones (every second member)
+        self.away: list[str] = []  # instances that left with -2; the next join brings one back
+        self.fenced = 0  # members fenced, still in the group until their sessions end
         self.clients = 0
 
     def _answered(self, m: Member, answer: Any) -> None:
@@ -598,10 +601,22 @@ class ConsumerGroupRun:
 
     def step(self, kind: str, index: int) -> None:
         members = list(self.epochs)
-        if (kind == "join" and len(members) < MOST_MEMBERS) or not members:
+        if kind == "join" and self.away:  # a static member restarted: a new id, its instance's place
+            instance = self.away.pop(0)
+            m = self.peer.member(f"{instance}-back")
+            self.instances[m] = instance
+            back = joining(m, subscribed_topic_names=[SHARED_TOPIC], instance_id=instance)
+            self._answered(m, m.call(f"{m.client}: join (static, back)", back))
+            return
+        in_group = len(members) + len(self.away) + self.fenced
+        if (kind == "join" and in_group < MOST_MEMBERS) or not members:
             self.clients += 1
             m = self.peer.member(f"c{self.clients}")
-            self._answered(m, m.call(f"{m.client}: join", joining(m, subscribed_topic_names=[SHARED_TOPIC])))
+            instance = f"i{self.clients}" if self.clients % 2 == 0 else None
+            if instance is not None:
+                self.instances[m] = instance
+            joins = joining(m, subscribed_topic_names=[SHARED_TOPIC], instance_id=instance)
+            self._answered(m, m.call(f"{m.client}: join", joins))
             return
         m = members[index % len(members)]
         epoch = self.epochs[m]
@@ -615,7 +630,12 @@ class ConsumerGroupRun:
             self._answered(m, m.call(f"{m.client}: join again under its id", rejoins))
         elif kind == "ahead":  # an epoch it cannot have: fenced, and it stays away (its session runs)
             self._answered(m, m.call(f"{m.client}: heartbeat, an epoch ahead", beat(m, epoch + 1)))
-        elif kind in ("describe", "join"):  # a join with the group full: a describe instead
+            self.fenced += m not in self.epochs
+        elif kind == "pause" and m in self.instances:  # a static member's leave: it comes back
+            m.call(f"{m.client}: leave (static)", beat(m, -2, instance_id=self.instances[m]))
+            del self.epochs[m]
+            self.away.append(self.instances[m])
+        elif kind in ("describe", "join", "pause"):  # the group full, or a dynamic member: describe
             m.call("describe", described(m))
         else:
             m.call(f"{m.client}: leave", beat(m, -1))
@@ -625,7 +645,17 @@ class ConsumerGroupRun:
 consumer_steps_st = st.lists(
     st.tuples(
         st.sampled_from(
-            ["join", "heartbeat", "acknowledge", "acknowledge", "describe", "leave", "rejoin", "ahead"]
+            [
+                "join",
+                "heartbeat",
+                "acknowledge",
+                "acknowledge",
+                "describe",
+                "leave",
+                "rejoin",
+                "ahead",
+                "pause",
+            ]
         ),
         st.integers(0, 3),
     ),
