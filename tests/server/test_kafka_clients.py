@@ -458,13 +458,17 @@ def test_a_member_beyond_the_group_max_size_is_turned_away(membership: Membershi
     without a rebalance."""
     config = CoordinatorConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=500, max_group_size=2)
     with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
-        members = start(coordinator, "kafka-python", ["kmax-0", "kmax-1"], group="max-size")
+        # Sessions long enough that a member starved of CPU a few seconds keeps its place: the
+        # group must not change but for the third member (a 3 s session once expired the leader).
+        members = start(
+            coordinator, "kafka-python", ["kmax-0", "kmax-1"], group="max-size", session_ms=15_000
+        )
         with running_members(members):
             # A third member that joined during the leader's second join would be let in, and,
             # as on Kafka, the last of the group to rejoin turned away instead.
             generations = settle_steadily(members, membership, "max-size", "two members")
             before = [m.owned for m in members]
-            (third,) = start(coordinator, "kafka-python", ["kmax-2"], group="max-size")
+            (third,) = start(coordinator, "kafka-python", ["kmax-2"], group="max-size", session_ms=15_000)
             third.ended_by_test = True  # kafka-python may give up on GROUP_MAX_SIZE_REACHED
             members.append(third)
             wait_for(
