@@ -165,8 +165,16 @@ def test_groups_command_lists_groups_and_describes_payloads_in_words(
     with EmbeddedCoordinator(config=TEST_COORDINATOR_CONFIG) as coordinator:
         factory = MemberFactory(coordinator.bootstrap_servers)
         shards = [f"s{i}" for i in range(4)]
+        # Nobody polls while the CLI runs three times (seconds each on a loaded machine): a long
+        # poll interval keeps the members in the group meanwhile.
         members = [
-            factory(roundrobin.RoundRobinShardsCoordinator, "described", shards=shards) for _ in range(2)
+            factory(
+                roundrobin.RoundRobinShardsCoordinator,
+                "described",
+                shards=shards,
+                max_poll_interval_ms=120_000,
+            )
+            for _ in range(2)
         ]
         try:
             factory.settle(*members)
