@@ -65,19 +65,21 @@ def test_skewed_weights_are_balanced_and_a_second_run_keeps_the_placement(spark:
         return unit.id
 
     first = distribute(spark, units, sleep)
-    load: dict[str, float] = {}
-    for unit_id, slot in first.placement.items():
-        load[slot] = load.get(slot, 0.0) + cost[unit_id]
-    assert len(load) == 2
-    assert max(load.values()) - min(load.values()) <= max(cost.values()) + 1e-9
     assert first.results() == {u: u for u in cost}
+    slots = sorted(set(first.placement.values()))
+    assert len(slots) == 2
+    # How even the first run is depends on when each slot joined (one that joins late runs
+    # less meanwhile; on a loaded machine 2.15 s against 0.25 s was seen): the balance by weight
+    # is the allocator's, for both slots from the start.
+    planned = allocate([Executor(slot) for slot in slots], units, {})
+    load = [sum(cost[unit] for unit in held) for held in planned.values()]
+    assert max(load) - min(load) <= max(cost.values()) + 1e-9
 
     # The second run keeps every unit where it ran, except what its slot holds past its share
     # of the weight: the first run's placement is uneven when one slot joined late and ran
     # units alone meanwhile (seen on a loaded machine: both heavy units and six light ones on
     # one slot), and the allocator's keep pass then lets exactly that excess go.
     second = distribute(spark, units, sleep, placement=first.placement)
-    slots = sorted(set(first.placement.values()))
     kept = allocate([Executor(slot) for slot in slots], units, first.placement)
     assert second.placement == {unit: slot for slot, held in kept.items() for unit in held}
 
