@@ -61,19 +61,25 @@ def settle(members: list[MemberProcess], what: str) -> None:
 def settle_steadily(
     members: list[MemberProcess], membership: MembershipRecorder, group: str, what: str
 ) -> int:
-    """:func:`settle`, and then wait until ``group`` has gone ``QUIET_S`` without a new generation;
-    returns how many it had. A kafka-python 3.0.12 leader assigns its first generation from an
-    empty metadata snapshot and joins again once its metadata arrives, half a second or so later
-    (its ``need_rejoin``), so a group of kafka-python members is steady only after that."""
+    """:func:`settle`, and then wait until ``group`` has gone ``QUIET_S`` without a rebalance
+    starting or a generation forming, its partitions owned exactly once; returns how many
+    generations it had. A kafka-python 3.0.12 leader assigns its first generation from an empty
+    metadata snapshot and joins again once its metadata arrives, half a second or so later (its
+    ``need_rejoin``), so a group of kafka-python members is steady only after that. The rebalance
+    counts from its start: the followers rejoin at their next heartbeat, which with 15 s
+    sessions is 2.5 s away, longer than ``QUIET_S``."""
     settle(members, what)
 
+    def changes() -> int:
+        return len(membership.of("rebalance", group)) + len(membership.of("generation", group))
+
     def quiet() -> int | None:
-        count = len(membership.of("generation", group))
+        before = changes()
         time.sleep(QUIET_S)
-        return count if count and len(membership.of("generation", group)) == count else None
+        steady = before and changes() == before and owned_exactly_once(members, PARTITIONS)
+        return len(membership.of("generation", group)) if steady else None
 
     generations: int = wait_for(quiet, SETTLE_S, f"{what}, steady")
-    assert owned_exactly_once(members, PARTITIONS)
     return generations
 
 
