@@ -442,9 +442,11 @@ class MembershipSession:
         """Wait until an acknowledgement in flight has been answered (the incremental protocol),
         at most until the member's lease runs out: the coordinator moves the member's epoch when
         it hears that the member gave partitions up, so a commit made in between would carry
-        the epoch it has just left and be refused STALE_MEMBER_EPOCH. (Kafka's consumer retries
-        its own commit before a revocation with the new epoch, and fails an application's
-        ``commitSync`` with CommitFailedException; waiting here, this member meets neither.)"""
+        the epoch it has just left. Kafka 4.3 and the embedded coordinator accept that for the
+        partitions the member kept (KIP-1251); brokers before 4.3 refuse it STALE_MEMBER_EPOCH.
+        (Kafka's consumer retries its own commit before a revocation with the new epoch, and
+        fails an application's ``commitSync`` with CommitFailedException; waiting here, this
+        member meets neither, on any broker.)"""
         with self._driver.lock:
             while isinstance(self._machine, IncrementalMachine) and self._machine.acknowledging():
                 deadline, now = self._machine.lease_deadline(), self._clock()

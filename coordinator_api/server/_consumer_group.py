@@ -41,8 +41,17 @@ Rules, as Apache Kafka 4's group coordinator has them (``GroupMetadataManager`` 
   FENCED_MEMBER_EPOCH. A member that misses its session, or does not revoke within its rebalance
   timeout, is removed: its partitions are released and the group epoch grows. An unknown member
   id gets UNKNOWN_MEMBER_ID.
+* **Offset commits** (KIP-1251) carry the member's epoch (a classic member's generation). At
+  the member's own epoch any partition may be committed; at an epoch ahead of it nothing. At an
+  older epoch the commit passes only if every partition in it has been the member's since that
+  epoch or before: each partition assigned or pending revocation keeps the epoch at which it was
+  assigned (its *assignment epoch*), so a commit a member sent before its epoch moved on still
+  lands, and one for a partition it has given up does not. A refused commit stores nothing:
+  STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a classic member; a member of the incremental
+  protocol must commit with OffsetCommit v9 or later.
 * **Static members** (instance id): leaving with epoch -2 keeps the member's place and
-  assignment until its session ends; a new member with the same instance id (epoch 0) takes the
+  assignment until its session ends (its partitions' assignment epochs become 0, so the next
+  incarnation may commit them at any epoch); a new member with the same instance id (epoch 0) takes the
   place, the epoch and the assignment over without a new group epoch. Joining while the old
   member is active gets UNRELEASED_INSTANCE_ID; another member id using an active instance id
   gets FENCED_INSTANCE_ID.
@@ -158,6 +167,8 @@ class _Member:
     state: MemberState = MemberState.STABLE
     assigned: frozenset[TopicPartition] = frozenset()
     pending_revocation: frozenset[TopicPartition] = frozenset()
+    # The epoch at which each partition assigned or pending revocation was assigned (KIP-1251).
+    assignment_epochs: dict[TopicPartition, int] = field(default_factory=dict)
     session_deadline: int = 0
     revocation_deadline: int | None = None
     classic: ClassicMembership | None = None
@@ -304,12 +315,23 @@ class ConsumerGroups:
     def has_members(self, group_id: str) -> bool:
         return bool(self._groups[group_id].members)
 
-    def check_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
-        """Whether an OffsetCommit from ``member_id`` at ``member_epoch`` may be stored.
+    def check_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        partitions: Iterable[TopicPartition],
+        version: int,
+    ) -> ErrorCode:
+        """Whether an OffsetCommit (at ``version``) of ``partitions`` from ``member_id`` at
+        ``member_epoch`` may be stored, all of it or none (see the module's rules).
 
-        As Kafka: a commit with a negative epoch is accepted while the group has no members (an
-        admin or a simple consumer); otherwise the member must exist (UNKNOWN_MEMBER_ID) and be
-        at the epoch it commits with (STALE_MEMBER_EPOCH).
+        As Kafka 4.3 (``ConsumerGroup.validateOffsetCommit``): a commit with a negative epoch
+        is accepted while the group has no members (an admin or a simple consumer); otherwise
+        the member must exist (UNKNOWN_MEMBER_ID), speak the incremental protocol with v9 or
+        later (UNSUPPORTED_VERSION) and be at the epoch it commits with, or at an older one at
+        or after each partition's assignment epoch (else STALE_MEMBER_EPOCH, or
+        ILLEGAL_GENERATION for a classic member).
         """
         group = self._groups[group_id]
         if member_epoch < 0 and not group.members:
@@ -317,8 +339,17 @@ class ConsumerGroups:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if member_epoch != member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+        if member.classic is None and version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch == member.epoch:
+            return ErrorCode.NONE
+        stale = ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
+        if member_epoch > member.epoch:
+            return stale
+        for partition in partitions:
+            assigned_at = member.assignment_epochs.get(partition)
+            if assigned_at is None or member_epoch < assigned_at:
+                return stale
         return ErrorCode.NONE
 
     def subscribed_topics(self, group_id: str) -> frozenset[str]:
@@ -405,6 +436,7 @@ class ConsumerGroups:
                     assigned=tuple(sorted(m.assigned)),
                     pending_revocation=tuple(sorted(m.pending_revocation)),
                     target=tuple(sorted(group.target.get(m.member_id, ()))),
+                    assignment_epochs=tuple(sorted((t, p, e) for (t, p), e in m.assignment_epochs.items())),
                     classic_session_timeout_ms=m.classic.session_timeout_ms if m.classic else None,
                     classic_protocols=m.classic.protocols if m.classic else (),
                     resources=m.resources,
@@ -443,6 +475,11 @@ class ConsumerGroups:
                     assigned=frozenset(ms.assigned),
                     pending_revocation=frozenset(ms.pending_revocation),
                 )
+                # A data directory from before assignment epochs were kept: the member's epoch
+                # (0 for a static member away), as Kafka 4.3 reads its older records.
+                stored = {(t, p): e for t, p, e in ms.assignment_epochs}
+                held = member.assigned | member.pending_revocation
+                member.assignment_epochs = {p: stored.get(p, max(member.epoch, 0)) for p in held}
                 if ms.classic_session_timeout_ms is not None:
                     member.classic = ClassicMembership(
                         session_timeout_ms=ms.classic_session_timeout_ms, protocols=ms.classic_protocols
@@ -830,6 +867,7 @@ class ConsumerGroups:
             left_at, member.epoch = member.epoch, STATIC_LEAVE_EPOCH
             self._release(group, member, member.pending_revocation)
             member.pending_revocation = frozenset()
+            member.assignment_epochs = dict.fromkeys(member.assigned, 0)
             member.revocation_deadline = None
             events.append(
                 MembershipEvent(
@@ -907,6 +945,7 @@ class ConsumerGroups:
         """Put a member that keeps what it has (its target) into ``group``, its session running."""
         group.members[member.member_id] = member
         group.target[member.member_id] = member.assigned
+        member.assignment_epochs = dict.fromkeys(member.assigned, member.epoch)
         if member.instance_id is not None:
             group.static[member.instance_id] = member.member_id
         for partition in member.assigned:
@@ -1399,6 +1438,8 @@ class ConsumerGroups:
             # from its epoch towards the latest target: if that takes more from it, it revokes
             # again at the same epoch (as Kafka 4.3's coordinator; 2024's moved it one on).
             self._release(group, member, member.pending_revocation)
+            for partition in member.pending_revocation:
+                del member.assignment_epochs[partition]
             member.pending_revocation = frozenset()
             member.revocation_deadline = None
         subscribed = self._subscribed_topics(group, member)
@@ -1421,6 +1462,9 @@ class ConsumerGroups:
             member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
             member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
             member.assigned, member.pending_revocation = keep | free, frozenset()
+            member.assignment_epochs = {p: member.assignment_epochs[p] for p in keep} | dict.fromkeys(
+                free, member.epoch
+            )
             member.revocation_deadline = None
         for partition in member.assigned | member.pending_revocation:
             group.owners[partition] = member.member_id

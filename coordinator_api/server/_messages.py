@@ -147,7 +147,7 @@ class OffsetCommit:
     member_id: str
     group_instance_id: str | None
     offsets: tuple[CommittedOffset, ...]
-    version: int = 9  # the request's api version (what an unknown group answers depends on it)
+    version: int = 9  # the request's api version (an unknown group's answer and KIP-848 members need it)
     retention_ms: int = -1  # v2-4: how long these offsets are kept; -1: the coordinator's setting
 
 
@@ -511,6 +511,10 @@ class ConsumerMemberSnapshot:
     assigned: tuple[tuple[str, int], ...]
     pending_revocation: tuple[tuple[str, int], ...]
     target: tuple[tuple[str, int], ...]
+    # (topic, partition, epoch) for each partition assigned or pending revocation: the epoch at
+    # which it was assigned. Empty in a data directory written before it was kept: then the
+    # member's epoch (0 for a static member away).
+    assignment_epochs: tuple[tuple[str, int, int], ...] = ()
     # A member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) in the group:
     # its own session timeout and the protocols it joined with.
     classic_session_timeout_ms: int | None = None

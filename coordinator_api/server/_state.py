@@ -1454,6 +1454,10 @@ class GroupCoordinator:
         if not offsets:
             return OffsetCommitResult(errors=tuple(unknown))
 
+        def fits(committed: CommittedOffset) -> bool:
+            metadata = committed.metadata
+            return metadata is None or len(metadata.encode()) <= self._config.offset_metadata_max_bytes
+
         def all_fail(error: ErrorCode) -> OffsetCommitResult:
             return OffsetCommitResult(errors=(*unknown, *((o.topic, o.partition, error) for o in offsets)))
 
@@ -1462,7 +1466,11 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         if req.group_id in self._consumer_groups:
             # Fenced by member epoch; the group's Empty classic record only keeps its offsets.
-            error = self._consumer_groups.check_commit(req.group_id, req.member_id, req.generation_id)
+            # Kafka checks only the partitions whose metadata fits (the others are refused alone).
+            checked = [(o.topic, o.partition) for o in offsets if fits(o)]
+            error = self._consumer_groups.check_commit(
+                req.group_id, req.member_id, req.generation_id, checked, req.version
+            )
             if error is not ErrorCode.NONE:
                 return all_fail(error)
             if group is None:
@@ -1490,14 +1498,11 @@ class GroupCoordinator:
         errors = unknown
         accepted = []
         for committed in offsets:
-            if (
-                committed.metadata is not None
-                and len(committed.metadata.encode()) > self._config.offset_metadata_max_bytes
-            ):
-                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
+            if fits(committed):
                 error = ErrorCode.NONE
                 accepted.append(committed)
+            else:
+                error = ErrorCode.OFFSET_METADATA_TOO_LARGE
             errors.append((committed.topic, committed.partition, error))
         for committed in accepted:
             partition = (committed.topic, committed.partition)

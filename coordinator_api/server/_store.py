@@ -199,6 +199,10 @@ def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot
                     "assigned": partitions(m["assigned"]),
                     "pending_revocation": partitions(m["pending_revocation"]),
                     "target": partitions(m["target"]),
+                    "assignment_epochs": tuple(
+                        (str(topic), int(partition), int(epoch))
+                        for topic, partition, epoch in m.get("assignment_epochs", ())
+                    ),
                     "classic_protocols": tuple(
                         (name, _unb64(meta)) for name, meta in m.get("classic_protocols", ())
                     ),

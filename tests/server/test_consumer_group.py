@@ -9,13 +9,13 @@ partition is ever owned by two members, from the members' own point of view.
 
 from __future__ import annotations
 
-import uuid
+import itertools
 from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
@@ -449,22 +449,53 @@ def test_a_static_member_that_never_comes_back_is_removed_after_its_session(c: C
     assert c.names(b) == t(0, 1, 2, 3, 4, 5)
 
 
+def commit(c: Coordinator, member_id: str, epoch: int, *partitions: int, version: int = 9) -> ErrorCode:
+    """An OffsetCommit of ``partitions`` (t-0 if none) at ``epoch``; its one error, as all or
+    none of it is stored."""
+    offsets = tuple(CommittedOffset(topic="t", partition=p, offset=5) for p in partitions or (0,))
+    request = OffsetCommit(
+        group_id="g",
+        generation_id=epoch,
+        member_id=member_id,
+        group_instance_id=None,
+        offsets=offsets,
+        version=version,
+    )
+    result = c.request(request)
+    assert isinstance(result, OffsetCommitResult)
+    (error,) = {error for _, _, error in result.errors}
+    return error
+
+
+def test_a_commit_at_an_older_epoch_passes_for_what_the_member_has_had_since(c: Coordinator) -> None:
+    # KIP-1251, as Kafka 4.3.1 (test_differential runs the same against a broker).
+    c.heartbeat("a", 0, instance_id="node-a")
+    c.heartbeat("b", 0)
+    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")  # told to give up 3-5
+    assert commit(c, "a", 1, 3, 4, 5) is ErrorCode.NONE  # pending revocation: still a's
+    assert c.heartbeat("a", 1, t(0, 1, 2), instance_id="node-a").member_epoch == 2
+    b = c.heartbeat("b", 2)
+    assert c.names(b) == t(3, 4, 5)
+    assert commit(c, "a", 1, 0, 1, 2) is ErrorCode.NONE  # a has had them since epoch 1
+    assert commit(c, "a", 1, 2, 3) is ErrorCode.STALE_MEMBER_EPOCH  # 3 is no longer a's
+    assert commit(c, "b", 1, 3) is ErrorCode.STALE_MEMBER_EPOCH  # b has had 3 since epoch 2
+    assert commit(c, "b", 2, 0) is ErrorCode.NONE  # at its own epoch, anything
+    assert commit(c, "a", 3, 0) is ErrorCode.STALE_MEMBER_EPOCH  # an epoch ahead
+    assert commit(c, "a", 2, 0, version=8) is ErrorCode.UNSUPPORTED_VERSION
+    assert c.state._groups["g"].offsets[("t", 3)].offset == 5  # what passed, stored
+    # A static member's partitions count as the next incarnation's since epoch 0.
+    c.heartbeat("a", -2, instance_id="node-a")
+    assert c.heartbeat("a2", 0, instance_id="node-a").member_epoch == 2
+    assert commit(c, "a2", 0, 0, 1, 2) is ErrorCode.NONE
+
+
 def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     c.heartbeat("a", 0)
 
-    def commit(member_id: str, epoch: int) -> ErrorCode:
-        offsets = (CommittedOffset(topic="t", partition=0, offset=5, leader_epoch=-1, metadata=""),)
-        request = OffsetCommit(
-            group_id="g", generation_id=epoch, member_id=member_id, group_instance_id=None, offsets=offsets
-        )
-        result = c.request(request)
-        assert isinstance(result, OffsetCommitResult)
-        return result.errors[0][2]
-
-    assert commit("a", 1) is ErrorCode.NONE
-    assert commit("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
-    assert commit("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
-    assert commit("", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
+    assert commit(c, "a", 1) is ErrorCode.NONE
+    assert commit(c, "a", 0) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(c, "zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(c, "", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
     # DescribeGroups says a group that is not classic is not found (v6; Dead before it, on the
     # wire), as Kafka does, also once it holds offsets; ConsumerGroupDescribe describes it.
     described = c.request(DescribeGroups(group_ids=("g",)))
@@ -479,7 +510,7 @@ def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     )
     assert c.describe().state == "Stable"  # type: ignore[attr-defined]
     c.heartbeat("a", -1)
-    assert commit("", -1) is ErrorCode.NONE
+    assert commit(c, "", -1) is ErrorCode.NONE
 
 
 def test_without_classic_payloads_classic_and_consumer_groups_do_not_share_an_id(c: Coordinator) -> None:
@@ -589,6 +620,7 @@ class Member:
         self.instance_id = instance_id
         self.epoch = 0
         self.owned: set[tuple[str, int]] = set()
+        self.since: dict[tuple[str, int], int] = {}  # the epoch of the answer that gave each
         self.reported: set[tuple[str, int]] | None = None  # what it last told the coordinator it owns
         self.joined = False
 
@@ -612,6 +644,7 @@ class Reconciliation(RuleBasedStateMachine):
         self.without_shortcut.state._consumer_groups._renew_session = lambda req, now_ms: None  # type: ignore[method-assign]
         self.members: dict[str, Member] = {}
         self.crashed: list[Member] = []  # processes gone; the coordinator has not noticed yet
+        self.incarnations = itertools.count()
 
     def _both(
         self, member_id: str, epoch: int, owned: set[tuple[str, int]] | None
@@ -643,14 +676,24 @@ class Reconciliation(RuleBasedStateMachine):
             member.owned, member.epoch, member.joined = set(), 0, False
             member.reported = None
             return
+        self._took(member, result, self.c.names(result))
+
+    @staticmethod
+    def _took(
+        member: Member, result: ConsumerGroupHeartbeatResult, assigned: set[tuple[str, int]] | None
+    ) -> None:
+        """What ``member`` makes of an answer without error: its epoch, and what it now owns."""
         member.epoch, member.joined = result.member_epoch, True
-        assigned = self.c.names(result)
         if assigned is not None:
+            kept = member.owned  # (nothing, if it was fenced or expired meanwhile)
+            member.since = {p: member.since[p] if p in kept else result.member_epoch for p in assigned}
             member.owned = assigned  # revoke what is gone, start what is new
 
     @rule(name=st.sampled_from(["a", "b", "c", "d"]), report_changes_only=st.booleans())
     def heartbeat(self, name: str, report_changes_only: bool) -> None:
-        member = self.members.setdefault(name, Member(f"{name}-{uuid.uuid4().hex[:6]}"))
+        if name not in self.members:  # ids that replay alike: hypothesis draws from what they decide
+            self.members[name] = Member(f"{name}-{next(self.incarnations)}")
+        member = self.members[name]
         self._beat(member, report_changes_only)
 
     @precondition(lambda self: self.members)
@@ -668,6 +711,38 @@ class Reconciliation(RuleBasedStateMachine):
         # The process is gone; its partitions stay its own until the coordinator expires it.
         name = data.draw(st.sampled_from(sorted(self.members)))
         self.crashed.append(self.members.pop(name))
+
+    @precondition(lambda self: any(m.joined and m.owned for m in self.members.values()))
+    @rule(data=st.data())
+    def commit_at_an_epoch_it_had(self, data: st.DataObject) -> None:
+        # KIP-1251: a commit at an epoch the member has had passes if the member has owned
+        # every partition in it since that epoch, else it is refused as a whole.
+        name = data.draw(st.sampled_from(sorted(n for n, m in self.members.items() if m.joined and m.owned)))
+        member = self.members[name]
+        epoch = data.draw(st.integers(1, member.epoch))
+        expected = (
+            ErrorCode.NONE
+            if all(member.since[p] <= epoch for p in member.owned)
+            else ErrorCode.STALE_MEMBER_EPOCH
+        )
+        event(
+            f"a commit at an older epoch: {expected.name}"
+            if epoch < member.epoch
+            else "a commit at its epoch"
+        )
+        offsets = tuple(CommittedOffset(topic=n, partition=p, offset=epoch) for n, p in sorted(member.owned))
+        request = OffsetCommit(
+            group_id="g",
+            generation_id=epoch,
+            member_id=member.member_id,
+            group_instance_id=None,
+            offsets=offsets,
+        )
+        for c in (self.c, self.without_shortcut):
+            if c is not None:
+                result = c.request(request)
+                assert isinstance(result, OffsetCommitResult)
+                assert {error for _, _, error in result.errors} == {expected}, (member.since, epoch, result)
 
     @rule(scale=st.sampled_from([1, 2, 3]))
     def the_groups_own_session_and_interval_change(self, scale: int) -> None:
@@ -745,10 +820,8 @@ Reconciliation.TestCase.settings = settings(max_examples=150, stateful_step_coun
 test_reconciliation_never_gives_a_partition_to_two_members = Reconciliation.TestCase
 
 
-def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) -> None:
-    """Every change is written; a new coordinator on the same data reconciles on from there."""
-    c = Coordinator()
-    store = SqliteStore(tmp_path)
+def written(c: Coordinator, store: SqliteStore) -> Coordinator:
+    """``c``, writing every change its requests make to ``store``."""
 
     def step(request: object) -> object:
         fx = c.state.handle(next(c.refs), request, c.now)  # type: ignore[arg-type]
@@ -757,6 +830,23 @@ def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) ->
         return result
 
     c.request = step  # type: ignore[method-assign]
+    return c
+
+
+def restarted(store: SqliteStore) -> Coordinator:
+    """A new coordinator on what ``store`` holds, writing on to it."""
+    c = Coordinator({})
+    topics, groups, offsets = store.load()
+    c.state.restore(
+        topics=topics, groups=groups, offsets=offsets, consumer_groups=store.load_consumer_groups(), now_ms=0
+    )
+    return written(c, store)
+
+
+def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) -> None:
+    """Every change is written; a new coordinator on the same data reconciles on from there."""
+    store = SqliteStore(tmp_path)
+    c = written(Coordinator(), store)
     store.apply([t for t in c.state.topics()])
     c.heartbeat("a", 0, instance_id="node-a")
     c.heartbeat("b", 0)
@@ -764,18 +854,22 @@ def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) ->
     before = c.state._consumer_groups.describe("g")
     store.close()
 
-    restarted = Coordinator({})
     store = SqliteStore(tmp_path)
-    topics, groups, offsets = store.load()
-    restarted.state.restore(
-        topics=topics, groups=groups, offsets=offsets, consumer_groups=store.load_consumer_groups(), now_ms=0
-    )
-    assert restarted.state._consumer_groups.describe("g") == before
+    c = restarted(store)
+    assert c.state._consumer_groups.describe("g") == before
     # a finishes revoking against the new process, and b gets what a released.
-    a = restarted.heartbeat("a", 1, t(0, 1, 2), instance_id="node-a")
+    a = c.heartbeat("a", 1, t(0, 1, 2), instance_id="node-a")
     assert (a.error, a.member_epoch) == (ErrorCode.NONE, 2)
-    b = restarted.heartbeat("b", 2)
-    assert restarted.names(b) == t(3, 4, 5)
+    b = c.heartbeat("b", 2)
+    assert c.names(b) == t(3, 4, 5)
+    store.close()
+
+    # Each partition's assignment epoch survives too: a has had 0-2 since epoch 1 (it is at 2),
+    # b 3-5 since 2.
+    store = SqliteStore(tmp_path)
+    c = restarted(store)
+    assert commit(c, "a", 1, 0, 1, 2) is ErrorCode.NONE
+    assert commit(c, "b", 1, 3) is ErrorCode.STALE_MEMBER_EPOCH
     store.close()
 
 

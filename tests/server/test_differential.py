@@ -321,6 +321,27 @@ def described(m: Member) -> Any:
     )
 
 
+def committing(m: Member, epoch: int, *partitions: int, version: int = 9) -> OffsetCommitRequest:
+    """An OffsetCommit of ``partitions`` of the consumer groups' topic, fenced by ``epoch``."""
+    partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
+    return OffsetCommitRequest(
+        version=version,
+        group_id=m.peer.group_id,
+        generation_id_or_member_epoch=epoch,
+        member_id=m.own_member_id,
+        group_instance_id=None,
+        topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(
+                name=CONSUMER_TOPIC,
+                partitions=[
+                    partition(partition_index=p, committed_offset=7, committed_metadata="")
+                    for p in partitions
+                ],
+            )
+        ],
+    )
+
+
 def consumer_group_scales_out_and_in(peer: Peer) -> None:
     """b joins a's group: a must first give up what b's target has, and b gets it once a has;
     then a leaves and b gets everything."""
@@ -416,9 +437,53 @@ def consumer_group_static_member_restarts(peer: Peer) -> None:
     a2 = peer.member("a-restarted")
     back = a2.call("a restarted: join (static)", joining(a2, instance_id="ia"))
     a2.call("a restarted: heartbeat", beat(a2, back.member_epoch, owned(back), instance_id="ia"))
+    # What it took over counts as its since epoch 0 (KIP-1251): older commits pass.
+    a2.call("a restarted: commits at an epoch before its own", committing(a2, back.member_epoch - 1, 0, 1))
     b.call("b: join with a's instance id", joining(b, instance_id="ia"))
     a.call("old a: heartbeat", beat(a, back.member_epoch, instance_id="ia"))
     a2.call("describe: a restarted, no new epoch", described(a2))
+
+
+def consumer_group_commits_at_older_epochs(peer: Peer) -> None:
+    """KIP-1251: a commit at an epoch older than the member's passes for partitions the member
+    has had since that epoch (assigned, or pending revocation), and fails as a whole otherwise;
+    an epoch ahead, and a version before 9, fail too."""
+    a, b = peer.member("a"), peer.member("b")
+    joined = a.call("a: join", joining(a))
+    first = joined.member_epoch
+    a.call("a: heartbeat, listing what it owns", beat(a, first, owned(joined)))
+    a.call("a: commits at its epoch", committing(a, first, 0, 1, 2, 3))
+    a.call("a: commits at an epoch ahead", committing(a, first + 1, 0))
+    a.call("a: commits with OffsetCommit v8", committing(a, first, 0, version=8))
+    joined = b.call("b: join (what it gets is still a's)", joining(b))
+    told = a.call("a: heartbeat (gives up partitions)", beat(a, first))
+    kept = {p for t in told.assignment.topic_partitions for p in t.partitions}
+    given_up = sorted({0, 1, 2, 3} - kept)
+    a.call("a: commits what it gives up, at its epoch", committing(a, first, *given_up))
+    second = a.call("a: heartbeat, having revoked", beat(a, first, owned(told))).member_epoch
+    a.call("a: commits what it kept, at its first epoch", committing(a, first, *sorted(kept)))
+    a.call("a: commits what it gave up, at its first epoch", committing(a, first, *given_up))
+    a.call("a: commits both, at its first epoch", committing(a, first, 0, 1, 2, 3))
+    got = b.call("b: heartbeat (gets what a released)", beat(b, joined.member_epoch))
+    b.call("b: heartbeat, listing what it owns", beat(b, got.member_epoch, owned(got)))
+    b.call("b: commits at its epoch", committing(b, got.member_epoch, *given_up))
+    b.call("b: commits at an epoch before it had them", committing(b, second - 1, *given_up))
+    b.call("b: commits a's partitions at its epoch", committing(b, got.member_epoch, *sorted(kept)))
+
+
+def consumer_group_commits_of_a_classic_member(peer: Peer) -> None:
+    """A classic member of a consumer group (a classic group upgraded when c joined) is fenced
+    by its generation as a member of the incremental protocol is by its epoch, with
+    ILLEGAL_GENERATION; it may commit with versions before 9."""
+    a, c = peer.member("a"), peer.member("c")
+    a.call("a: join without an id", join(a))
+    a.call("a: join", join(a))
+    a.call("a: sync generation 1", sync(a, 1, {a: assignment(0, 1)}))
+    c.call("c: join (the group is upgraded)", joining(c, subscribed_topic_names=[TOPIC]))
+    a.call("a: commits at its generation", commit(a, 1))
+    a.call("a: commits at a generation before it had the partition", commit(a, 0))
+    a.call("a: commits at a generation ahead", commit(a, 2))
+    a.call("a: commits with OffsetCommit v9", commit(a, 1, version=9))
 
 
 SCENARIOS: list[Callable[[Peer], None]] = [
@@ -431,6 +496,8 @@ SCENARIOS: list[Callable[[Peer], None]] = [
     consumer_group_of_three_with_a_late_revocation,
     consumer_group_fences_and_refuses,
     consumer_group_static_member_restarts,
+    consumer_group_commits_at_older_epochs,
+    consumer_group_commits_of_a_classic_member,
 ]
 
 

@@ -304,6 +304,7 @@ class ResourceReconciliation(Reconciliation):
     def __init__(self) -> None:
         super().__init__()
         self.c = Tasks()
+        self.c.create({"t": 6, "u": 3})  # topics named as the resources, for offset commits
         self.without_shortcut = None  # the model's comparison is of consumer groups
 
     def _beat(self, member: Member, report_changes_only: bool = False) -> None:
@@ -320,10 +321,7 @@ class ResourceReconciliation(Reconciliation):
             assert result.error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), result
             member.owned, member.epoch, member.joined = set(), 0, False
             return
-        member.epoch, member.joined = result.member_epoch, True
-        assigned = c.names(result)
-        if assigned is not None:
-            member.owned = assigned
+        self._took(member, result, c.names(result))
 
 
 ResourceReconciliation.TestCase.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
