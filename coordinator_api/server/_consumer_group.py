@@ -352,6 +352,21 @@ class ConsumerGroups:
                 return stale
         return ErrorCode.NONE
 
+    def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """Whether an OffsetFetch from ``member_id`` at ``member_epoch`` may be answered, as
+        Kafka 4.3's ``ConsumerGroup.validateOffsetFetch``: without a member (None, and a
+        negative epoch: an admin) it may; otherwise the member must exist (UNKNOWN_MEMBER_ID)
+        and be at that very epoch (else STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a
+        classic member)."""
+        if member_id is None and member_epoch < 0:
+            return ErrorCode.NONE
+        member = None if member_id is None else self._groups[group_id].members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     def subscribed_topics(self, group_id: str) -> frozenset[str]:
         """What the group's members subscribe to, as Kafka's ``ModernGroup.isSubscribedToTopic``
         reads it: every topic a member names, and those its regex gives it (for a group of

@@ -161,6 +161,9 @@ class OffsetFetch:
     group_id: str
     # None asks for every committed offset of the group.
     partitions: tuple[tuple[str, int], ...] | None
+    # v9+: the member asking and its epoch, checked in a consumer group (None and -1: anyone).
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1577,6 +1577,10 @@ class GroupCoordinator:
             self._schedule_offset_check(now_ms)
 
     def _offset_fetch(self, req: OffsetFetch) -> OffsetFetchResult:
+        if req.group_id in self._consumer_groups:
+            error = self._consumer_groups.check_fetch(req.group_id, req.member_id, req.member_epoch)
+            if error is not ErrorCode.NONE:
+                return OffsetFetchResult(error=error, offsets=())
         group = self._groups.get(req.group_id)
         stored = group.offsets if group else {}
         keys = sorted(stored) if req.partitions is None else list(req.partitions)

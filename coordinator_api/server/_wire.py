@@ -1245,6 +1245,8 @@ def offset_fetch_groups(message: Any) -> list[OffsetFetch]:
             partitions=None
             if g.topics is None
             else tuple((t.name, p) for t in g.topics for p in t.partition_indexes),
+            member_id=getattr(g, "member_id", None),  # v9+
+            member_epoch=getattr(g, "member_epoch", -1),
         )
         for g in message.groups
     ]

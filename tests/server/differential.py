@@ -35,12 +35,17 @@ from kafka.protocol.consumer import (
     JoinGroupResponse,
     LeaveGroupResponse,
     OffsetCommitResponse,
+    OffsetFetchResponse,
     SyncGroupResponse,
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from coordinator_api._protocol import ErrorCode
-from coordinator_api.server.schemas import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+from coordinator_api.server.schemas import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 
 HOST: Final = "127.0.0.1"
 TIMEOUT_S: Final = 30.0
@@ -75,6 +80,7 @@ RESPONSES: Final[dict[str, Any]] = {
     "HeartbeatRequest": HeartbeatResponse,
     "LeaveGroupRequest": LeaveGroupResponse,
     "OffsetCommitRequest": OffsetCommitResponse,
+    "OffsetFetchRequest": OffsetFetchResponse,
     "DescribeGroupsRequest": DescribeGroupsResponse,
     "ListGroupsRequest": ListGroupsResponse,
     "DeleteGroupsRequest": DeleteGroupsResponse,
@@ -257,6 +263,16 @@ class Peer:
                     for p in topic.partitions
                 )
             }
+        elif name.startswith("OffsetFetchResponse"):  # v8+: one group
+            (group,) = response.groups
+            fields = {
+                "error": group.error_code,
+                "offsets": sorted(
+                    (topic.name, p.partition_index, p.committed_offset, p.error_code)
+                    for topic in group.topics
+                    for p in topic.partitions
+                ),
+            }
         elif name.startswith("DescribeGroupsResponse"):
             (group,) = response.groups
             fields = {
@@ -330,6 +346,15 @@ class Peer:
                 )
             }
         t.steps.append((label, fields))
+
+
+def owned(answer: Any) -> list[Any]:
+    """The partitions a ConsumerGroupHeartbeat ``answer`` assigned, as the member lists them
+    back in its next heartbeat."""
+    return [
+        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t.topic_id, partitions=list(t.partitions))
+        for t in answer.assignment.topic_partitions
+    ]
 
 
 def _find_coordinator(address: tuple[str, int], group_id: str) -> tuple[str, int]:

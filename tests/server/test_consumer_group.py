@@ -45,6 +45,8 @@ from coordinator_api.server._messages import (
     OffsetCommitResult,
     OffsetDelete,
     OffsetDeleteResult,
+    OffsetFetch,
+    OffsetFetchResult,
 )
 from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
@@ -487,6 +489,25 @@ def test_a_commit_at_an_older_epoch_passes_for_what_the_member_has_had_since(c: 
     c.heartbeat("a", -2, instance_id="node-a")
     assert c.heartbeat("a2", 0, instance_id="node-a").member_epoch == 2
     assert commit(c, "a2", 0, 0, 1, 2) is ErrorCode.NONE
+
+
+def test_an_offset_fetch_from_a_member_carries_its_epoch(c: Coordinator) -> None:
+    # As Kafka 4.3's ConsumerGroup.validateOffsetFetch (test_differential: on a broker too).
+    c.heartbeat("a", 0)
+
+    def fetch(member_id: str | None, epoch: int) -> ErrorCode:
+        result = c.request(
+            OffsetFetch(group_id="g", partitions=None, member_id=member_id, member_epoch=epoch)
+        )
+        assert isinstance(result, OffsetFetchResult)
+        return result.error
+
+    assert fetch("a", 1) is ErrorCode.NONE
+    assert fetch("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("a", 2) is ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch("", -1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch(None, -1) is ErrorCode.NONE  # an admin
 
 
 def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from coordinator_consumer import TopicPartition, encode_assignment, encode_subscription
-from differential import Member, Peer, differences, run
+from differential import Member, Peer, differences, owned, run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
@@ -19,6 +19,7 @@ from kafka.protocol.consumer import (
     JoinGroupRequest,
     LeaveGroupRequest,
     OffsetCommitRequest,
+    OffsetFetchRequest,
     SyncGroupRequest,
 )
 
@@ -307,14 +308,6 @@ def joining(m: Member, **fields: Any) -> Any:
     return beat(m, 0, fields.pop("topic_partitions", []), **fields)
 
 
-def owned(answer: Any) -> list[Any]:
-    """The partitions ``answer`` assigned, as the member lists them back."""
-    return [
-        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t.topic_id, partitions=list(t.partitions))
-        for t in answer.assignment.topic_partitions
-    ]
-
-
 def described(m: Member) -> Any:
     return ConsumerGroupDescribeRequest(
         version=0, group_ids=[m.peer.group_id], include_authorized_operations=False
@@ -444,10 +437,28 @@ def consumer_group_static_member_restarts(peer: Peer) -> None:
     a2.call("describe: a restarted, no new epoch", described(a2))
 
 
+def fetching(m: Member, epoch: int, *, member_id: str | None = "mine") -> OffsetFetchRequest:
+    """An OffsetFetch (v9: the member's id, or ``member_id``, and ``epoch``) of the consumer
+    groups' topic."""
+    group = OffsetFetchRequest.OffsetFetchRequestGroup
+    return OffsetFetchRequest(
+        version=9,
+        groups=[
+            group(
+                group_id=m.peer.group_id,
+                member_id=m.own_member_id if member_id == "mine" else member_id,
+                member_epoch=epoch,
+                topics=[group.OffsetFetchRequestTopics(name=CONSUMER_TOPIC, partition_indexes=[0, 1, 2, 3])],
+            )
+        ],
+        require_stable=False,
+    )
+
+
 def consumer_group_commits_at_older_epochs(peer: Peer) -> None:
     """KIP-1251: a commit at an epoch older than the member's passes for partitions the member
     has had since that epoch (assigned, or pending revocation), and fails as a whole otherwise;
-    an epoch ahead, and a version before 9, fail too."""
+    an epoch ahead, and a version before 9, fail too. A fetch must carry the member's epoch."""
     a, b = peer.member("a"), peer.member("b")
     joined = a.call("a: join", joining(a))
     first = joined.member_epoch
@@ -469,12 +480,19 @@ def consumer_group_commits_at_older_epochs(peer: Peer) -> None:
     b.call("b: commits at its epoch", committing(b, got.member_epoch, *given_up))
     b.call("b: commits at an epoch before it had them", committing(b, second - 1, *given_up))
     b.call("b: commits a's partitions at its epoch", committing(b, got.member_epoch, *sorted(kept)))
+    # An OffsetFetch with a member id must carry the member's epoch, its own and no other.
+    b.call("b: fetches at its epoch", fetching(b, got.member_epoch))
+    b.call("b: fetches at an older epoch", fetching(b, got.member_epoch - 1))
+    b.call("b: fetches at an epoch ahead", fetching(b, got.member_epoch + 1))
+    b.call("unknown member: fetches", fetching(b, got.member_epoch, member_id="nobody"))
+    b.call("admin: fetches without a member", fetching(b, -1, member_id=None))
+    b.call("admin: fetches with an empty member id", fetching(b, -1, member_id=""))
 
 
 def consumer_group_commits_of_a_classic_member(peer: Peer) -> None:
     """A classic member of a consumer group (a classic group upgraded when c joined) is fenced
     by its generation as a member of the incremental protocol is by its epoch, with
-    ILLEGAL_GENERATION; it may commit with versions before 9."""
+    ILLEGAL_GENERATION, in commits (it may use versions before 9) and fetches."""
     a, c = peer.member("a"), peer.member("c")
     a.call("a: join without an id", join(a))
     a.call("a: join", join(a))
@@ -484,6 +502,8 @@ def consumer_group_commits_of_a_classic_member(peer: Peer) -> None:
     a.call("a: commits at a generation before it had the partition", commit(a, 0))
     a.call("a: commits at a generation ahead", commit(a, 2))
     a.call("a: commits with OffsetCommit v9", commit(a, 1, version=9))
+    a.call("a: fetches at its generation", fetching(a, 1, member_id=a.member_id))
+    a.call("a: fetches at an older generation", fetching(a, 0, member_id=a.member_id))
 
 
 SCENARIOS: list[Callable[[Peer], None]] = [
@@ -509,6 +529,12 @@ def embedded() -> Iterator[EmbeddedCoordinator]:
         yield coordinator
 
 
+def targets_at_once(kafka: KafkaCluster) -> Callable[[str], None]:
+    """:func:`run`'s ``before`` for consumer groups: Kafka computes each target at once
+    (``ALLOWED["batched targets"]``)."""
+    return lambda group_id: kafka.set_group_config(group_id, {"consumer.assignment.interval.ms": 0})
+
+
 @pytest.fixture(scope="module")
 def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
     kafka_cluster.create_topic(TOPIC, 2)
@@ -521,12 +547,7 @@ def kafka_with_topic(kafka_cluster: KafkaCluster) -> KafkaCluster:
 def test_the_embedded_coordinator_answers_as_kafka_does(
     scenario: Callable[[Peer], None], kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
 ) -> None:
-    at_once = None
-    if scenario.__name__.startswith("consumer_group_"):
-
-        def at_once(group_id: str) -> None:
-            kafka_with_topic.set_group_config(group_id, {"consumer.assignment.interval.ms": 0})
-
+    at_once = targets_at_once(kafka_with_topic) if scenario.__name__.startswith("consumer_group_") else None
     on_kafka = run("kafka", kafka_with_topic.bootstrap_servers, scenario, before=at_once)
     on_embedded = run("embedded", embedded.bootstrap_servers, scenario)
     found = differences(on_kafka, on_embedded)
@@ -741,14 +762,11 @@ def test_generated_consumer_group_sequences_are_answered_as_kafka_answers_them(
         for kind, index in steps:
             group.step(kind, index)
 
-    def at_once(group_id: str) -> None:
-        kafka_with_topic.set_group_config(group_id, {"consumer.assignment.interval.ms": 0})
-
     scenario.__name__ = "generated_consumer_group"
     kinds = [kind for kind, _ in steps]
     event(f"{kinds.count('join')} join(s), {kinds.count('leave')} leave(s)")
     found = differences(
-        run("kafka", kafka_with_topic.bootstrap_servers, scenario, before=at_once),
+        run("kafka", kafka_with_topic.bootstrap_servers, scenario, before=targets_at_once(kafka_with_topic)),
         run("embedded", embedded.bootstrap_servers, scenario),
     )
     assert not found, f"{steps}:\n" + "\n".join(found)

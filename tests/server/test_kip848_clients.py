@@ -35,6 +35,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import differential
 import pytest
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
@@ -610,11 +611,7 @@ def epochs_after_changes(address: str, group: str) -> list[tuple[str, int, str]]
         rack_id="r1",
         server_assignor="uniform",
     )
-    owned = [
-        ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t.topic_id, partitions=list(t.partitions))
-        for t in joined.assignment.topic_partitions
-    ]
-    epoch = beat(joined.member_epoch, topic_partitions=owned).member_epoch
+    epoch = beat(joined.member_epoch, topic_partitions=differential.owned(joined)).member_epoch
     start_epoch, moves = described(address, group).group_epoch, []
     for label, change, _, _ in EPOCH_CHANGES:
         epoch = beat(epoch, **change).member_epoch
