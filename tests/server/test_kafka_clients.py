@@ -104,7 +104,8 @@ def test_cooperative_sticky_moves_only_what_must(
     coordinator: EmbeddedCoordinator, membership: MembershipRecorder
 ) -> None:
     names = ["coop-0", "coop-1", "coop-2"]
-    opts = {"assignor": "cooperative-sticky"}
+    # Sessions long enough that a member starved of CPU keeps its place: the test counts what moves.
+    opts = {"assignor": "cooperative-sticky", "session_ms": 10_000}
     with running_members(start(coordinator, "kafka-python", names, **opts)) as members:
         settle(members, "three cooperative members to settle")
         before = {p: m.name for m in members for p in m.owned}
