@@ -95,6 +95,16 @@ class CoordinatorConfig:
         ``group.consumer.max.heartbeat.interval.ms``. The four bounds only bound what groups
         set for themselves; unlike Kafka's broker, the server's own session and interval may lie
         outside them.
+    :param consumer_group_assignment_interval_ms: ``group.consumer.assignment.interval.ms``
+        (KIP-1263): a consumer group's new target assignment is computed at most this often;
+        a change within the interval waits for the first heartbeat after it (the group is
+        ``Assigning`` meanwhile). 0, the default here, computes it at once, as Kafka did before
+        4.3; Kafka 4.3's default is 1,000.
+    :param consumer_group_min_assignment_interval_ms:
+        ``group.consumer.min.assignment.interval.ms``: the least a group's own
+        ``consumer.assignment.interval.ms`` may set.
+    :param consumer_group_max_assignment_interval_ms:
+        ``group.consumer.max.assignment.interval.ms``: the most it may set.
     :param consumer_group_assignors: ``group.consumer.assignors``: the server-side assignors
         consumer groups may ask for, found in the plugin registry (protocol type ``consumer``);
         the first is the default.
@@ -136,6 +146,9 @@ class CoordinatorConfig:
     consumer_group_max_session_timeout_ms: int = 60_000
     consumer_group_min_heartbeat_interval_ms: int = 5_000
     consumer_group_max_heartbeat_interval_ms: int = 15_000
+    consumer_group_assignment_interval_ms: int = 0
+    consumer_group_min_assignment_interval_ms: int = 0
+    consumer_group_max_assignment_interval_ms: int = 15_000
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_group_max_size: int | None = None
     authorizer: bool = False
@@ -186,6 +199,13 @@ class CoordinatorConfig:
                     f"{least} must be at least 1 and not exceed {most} "
                     f"({getattr(self, least)}, {getattr(self, most)})"
                 )
+        if self.consumer_group_min_assignment_interval_ms > self.consumer_group_max_assignment_interval_ms:
+            raise ConfigurationError(
+                "consumer_group_min_assignment_interval_ms must not exceed "
+                "consumer_group_max_assignment_interval_ms "
+                f"({self.consumer_group_min_assignment_interval_ms} > "
+                f"{self.consumer_group_max_assignment_interval_ms})"
+            )
         if self.consumer_group_max_size is not None and self.consumer_group_max_size < 1:
             raise ConfigurationError(
                 f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"

@@ -215,6 +215,7 @@ class _Group:
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # assigned or pending revocation
     partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
     topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
+    assigned_at_ms: int | None = None  # when its target was last computed (None: not by this process)
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -256,6 +257,7 @@ class ConsumerGroups:
         resource_assignors: Mapping[str, Mapping[str, ServerAssignor]] | None = None,
         session_timeout_ms: int = 45_000,
         heartbeat_interval_ms: int = 5_000,
+        assignment_interval_ms: int = 0,
         max_group_size: int | None = None,
         member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
         classic_payloads: ClassicPayloads | None = None,
@@ -272,6 +274,8 @@ class ConsumerGroups:
         self._timeouts = (session_timeout_ms, heartbeat_interval_ms)
         # The session and interval of the groups that have their own (group configs, KIP-848).
         self._own_timeouts: dict[str, tuple[int, int]] = {}
+        self._assignment_interval_ms = assignment_interval_ms
+        self._own_assignment_intervals: dict[str, int] = {}  # KIP-1263's, by consumer group
         self._max_group_size = max_group_size
         self._new_member_id = member_id_factory
         self._groups: dict[str, _Group] = {}
@@ -302,6 +306,14 @@ class ConsumerGroups:
             self._own_timeouts.pop(group_id, None)
         else:
             self._own_timeouts[group_id] = timeouts
+
+    def set_assignment_interval(self, group_id: str, interval_ms: int) -> None:
+        """Compute the target of consumer group ``group_id`` at most every ``interval_ms`` (a
+        group config, KIP-1263; 0: at every change), from its next change on."""
+        if interval_ms == self._assignment_interval_ms:
+            self._own_assignment_intervals.pop(group_id, None)
+        else:
+            self._own_assignment_intervals[group_id] = interval_ms
 
     def protocol_type(self, group_id: str) -> str:
         return self._groups[group_id].protocol_type
@@ -744,8 +756,7 @@ class ConsumerGroups:
                     detail="group epoch bumped",
                 )
             )
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
+        self._maybe_compute_target(group, now_ms)
         self._reconcile(group, updated, owned, now_ms, events)
 
     def _group_of(self, req: ConsumerGroupHeartbeat) -> _Group | None:
@@ -1301,10 +1312,9 @@ class ConsumerGroups:
         except _Refused as refused:
             error = ConsumerGroupHeartbeatResult(error=refused.error, message=refused.message)
             return error, events
-        if group.group_epoch > group.assignment_epoch:
-            # The group changed without a heartbeat (a member left, was expired or fenced): the
-            # new target now, so that the held heartbeats learn of it at once.
-            self._compute_target(group)
+        # The group may have changed without a heartbeat (a member left, was expired or fenced):
+        # the new target now, so that the held heartbeats learn of it at once.
+        self._maybe_compute_target(group, now_ms)
         owners_moved = req.list_owners and self._owners(group) != req.owners_known
         if self._only_a_new_epoch(group, member, owned) and not owners_moved:
             # Nothing moves for it: its new epoch waits for its next heartbeat, as on Kafka's
@@ -1416,6 +1426,24 @@ class ConsumerGroups:
         if votes:
             return max(sorted(votes), key=lambda n: votes[n])
         return next(iter(self._assignors.get(group.protocol_type, {})), "")
+
+    def _maybe_compute_target(self, group: _Group, now_ms: int) -> None:
+        """A new target if the group changed since the last one, and if its assignment interval
+        allows (KIP-1263, consumer groups only): as Kafka's ``canComputeNextTargetAssignment``,
+        at once if the interval is 0 or no target was computed yet, else once the interval has
+        passed since the last one. There is no timer: the first heartbeat after it computes it,
+        as on Kafka."""
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        interval = (
+            self._own_assignment_intervals.get(group.group_id, self._assignment_interval_ms)
+            if group.protocol_type == PROTOCOL_TYPE
+            else 0
+        )
+        if interval and group.assigned_at_ms is not None and now_ms < group.assigned_at_ms + interval:
+            return
+        self._compute_target(group)
+        group.assigned_at_ms = now_ms
 
     def _compute_target(self, group: _Group) -> None:
         name = self._preferred_assignor(group)

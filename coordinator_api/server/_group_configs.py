@@ -1,15 +1,17 @@
 """A group's own configs (KIP-848): the session and heartbeat interval the coordinator gives the
-members of one group, set with Kafka's ``kafka-configs --entity-type groups``
-(IncrementalAlterConfigs) and read back with DescribeConfigs, checked and answered as Apache
-Kafka 4's brokers check and answer them (pure: the shell stores and applies what this decides).
+members of one group, and how often it computes the group's target assignment, set with Kafka's
+``kafka-configs --entity-type groups`` (IncrementalAlterConfigs) and read back with
+DescribeConfigs, checked and answered as Apache Kafka 4's brokers check and answer them (pure:
+the shell stores and applies what this decides).
 
 Under the incremental protocol the coordinator, not the client, sets a member's session and its
 heartbeat interval: ``consumer_group_session_timeout_ms`` and
 ``consumer_group_heartbeat_interval_ms`` for every group, and a group's own
-``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` where it has them. Kafka's
-other group configs (``share.*``, ``streams.*``, ``consumer.assignment.interval.ms``, ...)
-concern what this coordinator does not have (share groups, Kafka Streams groups, batched
-assignment) and are refused with words saying so, never stored without an effect.
+``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` where it has them; the
+same for ``consumer.assignment.interval.ms`` (KIP-1263). Kafka's other group configs
+(``share.*``, ``streams.*``, ``consumer.assignor.offload.enable``) concern what this coordinator
+does not have (share groups, Kafka Streams groups, assignors run off the coordinator's thread)
+and are refused with words saying so, never stored without an effect.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ GROUP_RESOURCE = 32
 #: Group configs Apache Kafka 4.3 knows and this coordinator does not serve.
 NOT_SERVED = frozenset(
     {
-        "consumer.assignment.interval.ms",
         "consumer.assignor.offload.enable",
         "share.session.timeout.ms",
         "share.heartbeat.interval.ms",
@@ -116,6 +117,7 @@ class _Key:
 
     setting: str  # session.timeout.ms
     documentation: str
+    least: int = 1  # what a value may be at the least (Kafka's ConfigDef: atLeast)
 
     @property
     def name(self) -> str:
@@ -132,15 +134,23 @@ class _Key:
         return "consumer_group_" + (f"{bound}_" if bound else "") + self.setting.replace(".", "_")
 
 
-_KEYS = (
-    _Key(
-        "session.timeout.ms",
-        "How long a member of this group may go without a heartbeat before the coordinator "
-        "removes it, in milliseconds.",
-    ),
-    _Key("heartbeat.interval.ms", "How often the members of this group heartbeat, in milliseconds."),
+_SESSION = _Key(
+    "session.timeout.ms",
+    "How long a member of this group may go without a heartbeat before the coordinator removes "
+    "it, in milliseconds.",
 )
-SESSION_TIMEOUT, HEARTBEAT_INTERVAL = (k.name for k in _KEYS)
+_HEARTBEAT = _Key("heartbeat.interval.ms", "How often the members of this group heartbeat, in milliseconds.")
+_ASSIGNMENT = _Key(
+    "assignment.interval.ms",
+    "How often, at most, the coordinator computes a new target assignment for this group, in "
+    "milliseconds (0: at every change).",
+    least=0,
+)
+#: In the order Kafka 4.3's DescribeConfigs lists them.
+_KEYS = (_SESSION, _ASSIGNMENT, _HEARTBEAT)
+#: In the order Kafka 4.3's ``GroupConfig.validate`` checks their bounds.
+_CHECKED = (_HEARTBEAT, _SESSION, _ASSIGNMENT)
+SESSION_TIMEOUT, HEARTBEAT_INTERVAL, ASSIGNMENT_INTERVAL = _SESSION.name, _HEARTBEAT.name, _ASSIGNMENT.name
 _BY_NAME = {k.name: k for k in _KEYS}
 #: The group configs this coordinator serves.
 GROUP_CONFIG_KEYS = frozenset(_BY_NAME)
@@ -152,18 +162,18 @@ _INT_RANGE = (-(2**31), 2**31 - 1)
 _CONFIG_DEFAULTS = {f.name: f.default for f in fields(CoordinatorConfig)}
 
 
-def _parse_int(key: str, text: str) -> int:
+def _parse_int(key: _Key, text: str) -> int:
     number = _INT.fullmatch(text.strip(_TRIMMED))
     value = int(number[1] + number[2]) if number is not None else None
     if value is None or not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
         raise GroupConfigError(
             ErrorCode.INVALID_CONFIG,
-            f"Invalid value {text} for configuration {key}: Not a number of type INT",
+            f"Invalid value {text} for configuration {key.name}: Not a number of type INT",
         )
-    if value < 1:
+    if value < key.least:
         raise GroupConfigError(
             ErrorCode.INVALID_CONFIG,
-            f"Invalid value {value} for configuration {key}: Value must be at least 1",
+            f"Invalid value {value} for configuration {key.name}: Value must be at least {key.least}",
         )
     return value
 
@@ -193,6 +203,12 @@ class GroupConfigs:
         return (
             own.get(SESSION_TIMEOUT, self._config.consumer_group_session_timeout_ms),
             own.get(HEARTBEAT_INTERVAL, self._config.consumer_group_heartbeat_interval_ms),
+        )
+
+    def assignment_interval(self, group_id: str) -> int:
+        """How often, at most, in ms, the coordinator computes ``group_id``'s target (0: at once)."""
+        return self._values.get(group_id, {}).get(
+            ASSIGNMENT_INTERVAL, self._config.consumer_group_assignment_interval_ms
         )
 
     def describe(self, group_id: str, keys: Sequence[str] | None) -> list[ConfigEntry]:
@@ -258,12 +274,12 @@ class GroupConfigs:
                 raise GroupConfigError(
                     ErrorCode.INVALID_CONFIG,
                     f"Group config {name} is not served by the embedded coordinator, which serves "
-                    f"{SESSION_TIMEOUT} and {HEARTBEAT_INTERVAL} only",
+                    f"{SESSION_TIMEOUT}, {HEARTBEAT_INTERVAL} and {ASSIGNMENT_INTERVAL} only",
                 )
             if name not in _BY_NAME:
                 raise GroupConfigError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
-        values = {name: _parse_int(name, text) for name, text in texts.items()}
-        for key in _KEYS:
+        values = {name: _parse_int(_BY_NAME[name], text) for name, text in texts.items()}
+        for key in _CHECKED:
             if key.name not in values:
                 continue
             if values[key.name] < getattr(self._config, key.field("min")):

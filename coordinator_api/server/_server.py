@@ -963,6 +963,7 @@ class CoordinatorServer:
     def _set_group_configs(self, group_id: str, values: dict[str, int]) -> None:
         self._group_configs.apply(group_id, values)
         self.state.set_group_timeouts(group_id, *self._group_configs.timeouts(group_id))
+        self.state.set_group_assignment_interval(group_id, self._group_configs.assignment_interval(group_id))
 
     def _scram_credentials(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
         """DescribeUserScramCredentials, as Kafka's brokers answer it: DESCRIBE on the cluster

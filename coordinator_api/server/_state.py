@@ -364,6 +364,7 @@ class GroupCoordinator:
             topic_names=self._topic_names,
             session_timeout_ms=self._config.consumer_group_session_timeout_ms,
             heartbeat_interval_ms=self._config.consumer_group_heartbeat_interval_ms,
+            assignment_interval_ms=self._config.consumer_group_assignment_interval_ms,
             max_group_size=self._config.consumer_group_max_size,
             classic_payloads=classic_payloads,
             resource_assignors=resource_assignors,
@@ -448,6 +449,11 @@ class GroupCoordinator:
         """The session and heartbeat interval of the members of ``group_id`` of the incremental
         protocol (its group configs), from their next heartbeat on."""
         self._consumer_groups.set_timeouts(group_id, session_timeout_ms, heartbeat_interval_ms)
+
+    def set_group_assignment_interval(self, group_id: str, interval_ms: int) -> None:
+        """How often, at most, the target of consumer group ``group_id`` is computed (its group
+        config, KIP-1263), from its next change on."""
+        self._consumer_groups.set_assignment_interval(group_id, interval_ms)
 
     # --- entry points ----------------------------------------------------------------------
 

@@ -69,8 +69,8 @@ ALLOWED: Final = {
     "assignor's own choice (Kafka's follows its hash map's order of the random member ids, so it "
     "varies from run to run); runs of more than two members compare how many partitions each "
     "member has and is to have, not which",
-    "batched targets": "Kafka 4.3 computes a consumer group's target at most once a second "
-    "(consumer.assignment.interval.ms, KIP-1263), this coordinator at once; the differential "
+    "batched targets": "Kafka 4.3 computes a consumer group's target at most once a second by "
+    "default (consumer.assignment.interval.ms, KIP-1263), this coordinator at once; the differential "
     "runs set the interval to 0 on Kafka for their groups",
 }
 

@@ -186,6 +186,23 @@ def test_a_first_member_gets_every_partition_at_epoch_one(c: Coordinator) -> Non
     assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
 
 
+def test_a_groups_assignment_interval_defers_its_next_target(c: Coordinator) -> None:
+    # KIP-1263 (test_kip848_clients: the same on Kafka 4.3.1's broker, with real time).
+    c.state.set_group_assignment_interval("g", 1000)
+    c.heartbeat("a", 0)  # the group's first target: at once
+    b = c.heartbeat("b", 0)
+    assert (b.member_epoch, c.names(b)) == (1, set())  # the target it is reconciled to is a's
+    assert c.describe().state == "Assigning"  # type: ignore[attr-defined]
+    c.advance(999)
+    assert c.heartbeat("a", 1).assignment is None  # still within the interval
+    c.advance(1)
+    assert c.names(c.heartbeat("a", 1)) == t(0, 1, 2)  # the first heartbeat after it
+    assert c.describe().state == "Reconciling"  # type: ignore[attr-defined]
+    c.state.set_group_assignment_interval("g", 0)  # back to the server's own: at once
+    c.heartbeat("c", 0)
+    assert c.describe().assignment_epoch == 3  # type: ignore[attr-defined]
+
+
 def test_a_newcomer_waits_for_partitions_until_their_owner_revokes_them(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     b = c.heartbeat("b", 0)

@@ -37,13 +37,21 @@ from coordinator_api.server._group_configs import GROUP_CONFIG_KEYS, GROUP_RESOU
 from coordinator_api.testing import KafkaCluster
 
 SESSION, INTERVAL = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+ASSIGNMENT = "consumer.assignment.interval.ms"
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 #: The bounds the session's Kafka cluster sets (coordinator_api/testing/_kafka_cluster.py);
-#: the server's own session and interval are Kafka's defaults on both.
+#: the server's own session and interval are Kafka's defaults on both, and so is its assignment
+#: interval: Kafka 4.3's 1,000 ms, not this coordinator's 0 (see ``SERVERS_OWN``).
 AS_THE_KAFKA_CLUSTER = CoordinatorConfig(
-    consumer_group_min_session_timeout_ms=500, consumer_group_min_heartbeat_interval_ms=100
+    consumer_group_min_session_timeout_ms=500,
+    consumer_group_min_heartbeat_interval_ms=100,
+    consumer_group_assignment_interval_ms=1000,
 )
+#: Where the assignment interval a group does not set comes from, in either transcript: Kafka
+#: reports its default (DEFAULT_CONFIG), the embedded coordinator, whose own default is 0, the
+#: 1,000 its config sets (STATIC_BROKER_CONFIG). The values must agree.
+SERVERS_OWN = "the server's own"
 
 Change = tuple[str, int, str | None]
 
@@ -99,6 +107,10 @@ def battery(sock: Any, group: str, other: str) -> list[tuple[str, Any]]:
     names = {group: "<group>", other: "<other>"}
     steps: list[tuple[str, Any]] = []
 
+    def source(name: str, number: int) -> int | str:
+        own = name == f"group.{ASSIGNMENT}" or (name == ASSIGNMENT and number != 8)  # not the group's
+        return SERVERS_OWN if own else number
+
     def described(label: str, answer: Any) -> None:
         steps.append(
             (
@@ -113,9 +125,9 @@ def battery(sock: Any, group: str, other: str) -> list[tuple[str, Any]]:
                                 c.name,
                                 c.value,
                                 c.read_only,
-                                c.config_source,
+                                source(c.name, c.config_source),
                                 c.is_sensitive,
-                                [(s.name, s.value, s.source) for s in c.synonyms],
+                                [(s.name, s.value, source(s.name, s.source)) for s in c.synonyms],
                                 c.config_type if answer.API_VERSION >= 3 else None,
                             )
                             for c in r.configs
@@ -170,6 +182,14 @@ def battery(sock: Any, group: str, other: str) -> list[tuple[str, Any]]:
     change("below the least", (INTERVAL, SET, "99"))
     change("interval above its most", (INTERVAL, SET, "15001"))
     change("interval not below the session", (SESSION, SET, "10000"), (INTERVAL, SET, "10000"))
+    change("assignment interval 0", (ASSIGNMENT, SET, "0"))
+    described("the assignment interval set", describe(sock, group, keys=[ASSIGNMENT]))
+    change("assignment interval negative", (ASSIGNMENT, SET, "-1"))
+    change("assignment interval above its most", (ASSIGNMENT, SET, "15001"))
+    change(
+        "heartbeat and assignment interval above theirs", (INTERVAL, SET, "15001"), (ASSIGNMENT, SET, "15001")
+    )
+    change("delete the assignment interval", (ASSIGNMENT, DELETE, None))
     change("not a number", (SESSION, SET, "abc"))
     change("zero", (SESSION, SET, "0"))
     change("negative", (SESSION, SET, "-5"))
@@ -250,7 +270,8 @@ def test_what_the_coordinator_does_not_keep_is_refused_with_words_saying_so(
         assert (share.error_code, share.error_message) == (
             ErrorCode.INVALID_CONFIG,
             "Group config share.session.timeout.ms is not served by the embedded coordinator, which "
-            "serves consumer.session.timeout.ms and consumer.heartbeat.interval.ms only",
+            "serves consumer.session.timeout.ms, consumer.heartbeat.interval.ms and "
+            "consumer.assignment.interval.ms only",
         )
         # An operation code IncrementalAlterConfigs does not have (Kafka 4.3.1's controller
         # fails on one with a NullPointerException and gives up its leadership).
@@ -308,6 +329,7 @@ def test_kafka_configs_sets_and_describes_a_groups_session_as_the_guide_shows(tm
             (group,) = describe(sock, "orders-app").results
             assert [(c.name, c.value, c.config_source) for c in group.configs] == [
                 (SESSION, "45000", 5),
+                (ASSIGNMENT, "0", 5),
                 (INTERVAL, "10000", 8),
             ]
 
@@ -361,6 +383,7 @@ def test_a_killed_librdkafka_member_is_removed_after_its_groups_own_session(tmp_
         (described,) = describe(sock, group).results
         assert [(c.name, c.value, c.config_source) for c in described.configs] == [
             (SESSION, "3000", 8),
+            (ASSIGNMENT, "0", 5),
             (INTERVAL, "500", 8),
         ]
         assert [r.resource_name for r in list_groups_with_configs(sock).config_resources] == [group]

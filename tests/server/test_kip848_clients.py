@@ -37,8 +37,13 @@ from typing import Any
 
 import differential
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+from kafka.protocol.admin import (
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka_tools import consumer_groups, table
 from member_processes import (
@@ -633,6 +638,116 @@ def test_a_new_rack_or_assignor_is_no_new_group_epoch_on_kafka(kafka: KafkaClust
         kafka.create_topic(topic, partitions)
     moves = epochs_after_changes(kafka.broker(kafka.coordinator_of("epochs")).address, "epochs")
     assert moves == [(label, move, assignor) for label, _, move, assignor in EPOCH_CHANGES]
+
+
+# --- batched targets (KIP-1263) --------------------------------------------------------------------
+
+BATCHED_TOPIC = "batched"  # 4 partitions
+ASSIGNMENT_INTERVAL_MS = 1500
+
+
+def set_assignment_interval(bootstrap: str, address: str, group: str, interval_ms: int) -> None:
+    """Give ``group`` its own ``consumer.assignment.interval.ms`` (as ``kafka-configs`` does),
+    and wait until ``address``, its coordinator, has it (a Kafka broker applies the controller's
+    metadata a moment later)."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kip848-probe")
+    try:
+        configs = {"consumer.assignment.interval.ms": str(interval_ms)}
+        admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, configs)], incremental=True)
+    finally:
+        admin.close()
+    resource = DescribeConfigsRequest.DescribeConfigsResource
+    request = DescribeConfigsRequest(
+        version=4,
+        resources=[resource(resource_type=32, resource_name=group, configuration_keys=list(configs))],
+        include_synonyms=False,
+        include_documentation=False,
+    )
+    deadline = time.monotonic() + 30
+    while _call(address, request, DescribeConfigsResponse, 4).results[0].configs[0].value != str(interval_ms):
+        assert time.monotonic() < deadline, f"{address} never had {group}'s assignment interval"
+        time.sleep(0.05)
+
+
+def targets_batched(bootstrap: str, address: str, group: str) -> list[tuple[Any, ...]]:
+    """Two members' heartbeats to ``address``, ``group``'s coordinator, with the group's
+    assignment interval at 1.5 s: b joins just after a, and the target that gives b partitions
+    waits for the first heartbeat after the interval. For each step, what the answer and
+    ConsumerGroupDescribe say, epochs counted from a's first."""
+    set_assignment_interval(bootstrap, address, group, ASSIGNMENT_INTERVAL_MS)
+
+    def beat(member_id: str, epoch: int, **fields: Any) -> Any:
+        request = ConsumerGroupHeartbeatRequest(
+            version=1, group_id=group, member_id=member_id, member_epoch=epoch, **fields
+        )
+        answer = _call(address, request, ConsumerGroupHeartbeatResponse, 1)
+        assert answer.error_code == 0, answer
+        return answer
+
+    def joining(member_id: str) -> Any:
+        return beat(
+            member_id,
+            0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[BATCHED_TOPIC],
+            topic_partitions=[],
+        )
+
+    def given(answer: Any) -> int | None:
+        return (
+            None
+            if answer.assignment is None
+            else sum(len(t.partitions) for t in answer.assignment.topic_partitions)
+        )
+
+    steps: list[tuple[Any, ...]] = []
+
+    def look(label: str) -> None:
+        g = described(address, group)
+        steps.append((label, g.group_state, g.group_epoch - first, g.assignment_epoch - first))
+
+    a_id, b_id = uuid.uuid4().hex[:22], uuid.uuid4().hex[:22]
+    joined = joining(a_id)
+    first = joined.member_epoch
+    a_epoch = beat(a_id, first, topic_partitions=differential.owned(joined)).member_epoch
+    look("a alone, its target at once")
+    b = joining(b_id)
+    steps.append(("b joins within the interval", b.member_epoch - first, given(b)))
+    look("b joined: no new target yet")
+    a = beat(a_id, a_epoch)
+    steps.append(("a heartbeats within the interval", a.member_epoch - first, given(a)))
+    time.sleep(ASSIGNMENT_INTERVAL_MS / 1000 + 0.3)
+    look("the interval passed, no heartbeat since")
+    a = beat(a_id, a_epoch)
+    steps.append(("a heartbeats after it: gives up half", a.member_epoch - first, given(a)))
+    look("the new target")
+    return steps
+
+
+def test_a_groups_assignment_interval_batches_its_targets() -> None:
+    with EmbeddedCoordinator(topics={BATCHED_TOPIC: 4}, config=kip848_config()) as coordinator:
+        address = coordinator.bootstrap_servers
+        steps = targets_batched(address, address, "batched")
+    assert steps == BATCHED_STEPS
+
+
+def test_a_groups_assignment_interval_batches_its_targets_on_kafka(kafka: KafkaCluster) -> None:
+    """The same heartbeats to Apache Kafka 4.3's broker, for parity."""
+    kafka.create_topic(BATCHED_TOPIC, 4)
+    address = kafka.broker(kafka.coordinator_of("batched")).address
+    assert targets_batched(kafka.bootstrap_servers, address, "batched") == BATCHED_STEPS
+
+
+#: What both servers answer (seen on Kafka 4.3.1's broker).
+BATCHED_STEPS: list[tuple[Any, ...]] = [
+    ("a alone, its target at once", "Stable", 0, 0),
+    ("b joins within the interval", 0, 0),
+    ("b joined: no new target yet", "Assigning", 1, 0),
+    ("a heartbeats within the interval", 0, None),
+    ("the interval passed, no heartbeat since", "Assigning", 1, 0),
+    ("a heartbeats after it: gives up half", 0, 2),
+    ("the new target", "Reconciling", 1, 1),
+]
 
 
 # --- a member that never revokes -----------------------------------------------------------------
