@@ -20,6 +20,7 @@ import socket
 import struct
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -256,13 +257,15 @@ class Peer:
                 for m in getattr(response, "members", [])
             )
         elif name.startswith("OffsetCommitResponse"):
-            fields = {
-                "errors": sorted(
-                    (topic.name, p.partition_index, p.error_code)
-                    for topic in response.topics
-                    for p in topic.partitions
-                )
-            }
+            errors = [
+                (topic.name, p.partition_index, p.error_code)
+                for topic in response.topics
+                for p in topic.partitions
+            ]
+            if t.counts_only:  # which partitions a member has is the assignor's to choose: how many
+                fields = {"errors": sorted(Counter((topic, error) for topic, _, error in errors).items())}
+            else:
+                fields = {"errors": sorted(errors)}
         elif name.startswith("OffsetFetchResponse"):  # v8+: one group
             (group,) = response.groups
             fields = {

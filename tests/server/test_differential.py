@@ -314,8 +314,10 @@ def described(m: Member) -> Any:
     )
 
 
-def committing(m: Member, epoch: int, *partitions: int, version: int = 9) -> OffsetCommitRequest:
-    """An OffsetCommit of ``partitions`` of the consumer groups' topic, fenced by ``epoch``."""
+def committing(
+    m: Member, epoch: int, *partitions: int, version: int = 9, topic: str = CONSUMER_TOPIC
+) -> OffsetCommitRequest:
+    """An OffsetCommit of ``partitions`` of ``topic``, fenced by ``epoch``."""
     partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     return OffsetCommitRequest(
         version=version,
@@ -325,7 +327,7 @@ def committing(m: Member, epoch: int, *partitions: int, version: int = 9) -> Off
         group_instance_id=None,
         topics=[
             OffsetCommitRequest.OffsetCommitRequestTopic(
-                name=CONSUMER_TOPIC,
+                name=topic,
                 partitions=[
                     partition(partition_index=p, committed_offset=7, committed_metadata="")
                     for p in partitions
@@ -661,9 +663,9 @@ def test_generated_sequences_are_answered_as_kafka_answers_them(
 
 
 # KIP-848's consumer groups, generated: members join, heartbeat, acknowledge what they were given
-# (listing it as owned), join again under their ids, send an epoch they cannot have and leave, in
-# any order, as Kafka's consumers do when each of their heartbeats is answered before the next is
-# sent. Every answer depends only on that order.
+# (listing it as owned), join again under their ids, commit what they own at an older epoch,
+# send an epoch they cannot have and leave, in any order, as Kafka's consumers do when each of
+# their heartbeats is answered before the next is sent. Every answer depends only on that order.
 
 
 class ConsumerGroupRun:
@@ -674,6 +676,7 @@ class ConsumerGroupRun:
         peer.transcript.counts_only = True  # more than two members: ties are the assignor's own
         self.epochs: dict[Member, int] = {}  # the members in the group, at their epochs
         self.owned: dict[Member, list[Any]] = {}  # what each owns, once told
+        self.told_at: dict[Member, int] = {}  # the epoch of the answer that told it
         self.instances: dict[Member, str] = {}  # the static ones (every second member)
         self.away: list[str] = []  # instances that left with -2; the next join brings one back
         self.fenced = 0  # members fenced, still in the group until their sessions end
@@ -686,6 +689,7 @@ class ConsumerGroupRun:
         self.epochs[m] = answer.member_epoch
         if answer.assignment is not None:
             self.owned[m] = owned(answer)  # revoked and assigned at once; listed when it acknowledges
+            self.told_at[m] = answer.member_epoch
 
     def step(self, kind: str, index: int) -> None:
         members = list(self.epochs)
@@ -697,6 +701,8 @@ class ConsumerGroupRun:
             self._answered(m, m.call(f"{m.client}: join (static, back)", back))
             return
         in_group = len(members) + len(self.away) + self.fenced
+        if not members and in_group >= MOST_MEMBERS:
+            return  # nobody to act, and no room for another (the fenced stay until their sessions end)
         if (kind == "join" and in_group < MOST_MEMBERS) or not members:
             self.clients += 1
             m = self.peer.member(f"c{self.clients}")
@@ -716,6 +722,19 @@ class ConsumerGroupRun:
         elif kind == "rejoin":  # epoch 0 again under its id, as after an answer it never got
             rejoins = joining(m, subscribed_topic_names=[SHARED_TOPIC])
             self._answered(m, m.call(f"{m.client}: join again under its id", rejoins))
+        elif kind == "commit":  # what it owns, at an older epoch (KIP-1251)
+            partitions = sorted(p for t in self.owned.get(m, []) for p in t.partitions)
+            # The epoch of the answer that told it what it owns, or the one before its own (which
+            # passes only if it has had them all since then).
+            at, label = (
+                (self.told_at[m], "the epoch it was told")
+                if index % 2 and m in self.told_at
+                else (epoch - 1, "its previous epoch")
+            )
+            m.call(
+                f"{m.client}: commits what it owns at {label}",
+                committing(m, at, *partitions, topic=SHARED_TOPIC),
+            )
         elif kind == "ahead":  # an epoch it cannot have: fenced, and it stays away (its session runs)
             self._answered(m, m.call(f"{m.client}: heartbeat, an epoch ahead", beat(m, epoch + 1)))
             self.fenced += m not in self.epochs
@@ -743,6 +762,7 @@ consumer_steps_st = st.lists(
                 "rejoin",
                 "ahead",
                 "pause",
+                "commit",
             ]
         ),
         st.integers(0, 3),
