@@ -122,19 +122,9 @@ def leave(
 def commit(
     m: Member, generation: int, *, version: int = 8, group_id: str | None = None
 ) -> OffsetCommitRequest:
-    partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
-    return OffsetCommitRequest(
-        version=version,
-        group_id=m.peer.group_id if group_id is None else group_id,
-        generation_id_or_member_epoch=generation,
-        member_id=m.member_id,
-        group_instance_id=None,
-        topics=[
-            OffsetCommitRequest.OffsetCommitRequestTopic(
-                name=TOPIC,
-                partitions=[partition(partition_index=0, committed_offset=7, committed_metadata="")],
-            )
-        ],
+    """A classic member's OffsetCommit of partition 0 of ``TOPIC``."""
+    return committing(
+        m, generation, 0, version=version, topic=TOPIC, member_id=m.member_id, group_id=group_id
     )
 
 
@@ -315,15 +305,22 @@ def described(m: Member) -> Any:
 
 
 def committing(
-    m: Member, epoch: int, *partitions: int, version: int = 9, topic: str = CONSUMER_TOPIC
+    m: Member,
+    epoch: int,
+    *partitions: int,
+    version: int = 9,
+    topic: str = CONSUMER_TOPIC,
+    member_id: str | None = None,
+    group_id: str | None = None,
 ) -> OffsetCommitRequest:
-    """An OffsetCommit of ``partitions`` of ``topic``, fenced by ``epoch``."""
+    """An OffsetCommit of ``partitions`` of ``topic``, fenced by ``epoch``, from ``member_id``
+    (by default the id the member made itself, as KIP-848's clients do)."""
     partition = OffsetCommitRequest.OffsetCommitRequestTopic.OffsetCommitRequestPartition
     return OffsetCommitRequest(
         version=version,
-        group_id=m.peer.group_id,
+        group_id=m.peer.group_id if group_id is None else group_id,
         generation_id_or_member_epoch=epoch,
-        member_id=m.own_member_id,
+        member_id=m.own_member_id if member_id is None else member_id,
         group_instance_id=None,
         topics=[
             OffsetCommitRequest.OffsetCommitRequestTopic(
