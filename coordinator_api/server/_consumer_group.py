@@ -184,6 +184,12 @@ class _Member:
     renewal: ConsumerGroupHeartbeatResult | None = None
 
 
+def _stale(member: _Member) -> ErrorCode:
+    """What an offset commit or fetch at an epoch ``member`` does not allow gets: Kafka's
+    STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a member of the classic protocol."""
+    return ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
+
+
 def _every_topic(topic: str) -> bool:
     """Without the authorizer, a regex gives a member every topic it matches."""
     return True
@@ -355,13 +361,12 @@ class ConsumerGroups:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch == member.epoch:
             return ErrorCode.NONE
-        stale = ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
         if member_epoch > member.epoch:
-            return stale
+            return _stale(member)
         for partition in partitions:
             assigned_at = member.assignment_epochs.get(partition)
             if assigned_at is None or member_epoch < assigned_at:
-                return stale
+                return _stale(member)
         return ErrorCode.NONE
 
     def check_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
@@ -376,7 +381,7 @@ class ConsumerGroups:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH if member.classic is None else ErrorCode.ILLEGAL_GENERATION
+            return _stale(member)
         return ErrorCode.NONE
 
     def subscribed_topics(self, group_id: str) -> frozenset[str]:

@@ -192,6 +192,17 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return bytes(data)
 
 
+def heartbeat(address: str, group: str, member_id: str, epoch: int, **fields: Any) -> Any:
+    """A ConsumerGroupHeartbeat (v1) of ``member_id`` at ``epoch``, sent to ``address``, and its
+    answer, which must carry no error."""
+    request = ConsumerGroupHeartbeatRequest(
+        version=1, group_id=group, member_id=member_id, member_epoch=epoch, **fields
+    )
+    answer = _call(address, request, ConsumerGroupHeartbeatResponse, 1)
+    assert answer.error_code == 0, answer
+    return answer
+
+
 def described(address: str, group: str) -> Any:
     request = ConsumerGroupDescribeRequest(version=0, group_ids=[group], include_authorized_operations=False)
     return _call(address, request, ConsumerGroupDescribeResponse, 0).groups[0]
@@ -599,15 +610,8 @@ def epochs_after_changes(address: str, group: str) -> list[tuple[str, int, str]]
     coordinator (the member joins subscribed to the first of :data:`EPOCH_TOPICS`); for each,
     the group epoch's move and the assignor ConsumerGroupDescribe names."""
 
-    def beat(epoch: int, **fields: Any) -> Any:
-        request = ConsumerGroupHeartbeatRequest(
-            version=1, group_id=group, member_id=member_id, member_epoch=epoch, **fields
-        )
-        answer = _call(address, request, ConsumerGroupHeartbeatResponse, 1)
-        assert answer.error_code == 0, answer
-        return answer
-
     member_id = uuid.uuid4().hex[:22]
+    beat = functools.partial(heartbeat, address, group, member_id)
     joined = beat(
         0,
         rebalance_timeout_ms=30_000,
@@ -676,13 +680,7 @@ def targets_batched(bootstrap: str, address: str, group: str) -> list[tuple[Any,
     ConsumerGroupDescribe say, epochs counted from a's first."""
     set_assignment_interval(bootstrap, address, group, ASSIGNMENT_INTERVAL_MS)
 
-    def beat(member_id: str, epoch: int, **fields: Any) -> Any:
-        request = ConsumerGroupHeartbeatRequest(
-            version=1, group_id=group, member_id=member_id, member_epoch=epoch, **fields
-        )
-        answer = _call(address, request, ConsumerGroupHeartbeatResponse, 1)
-        assert answer.error_code == 0, answer
-        return answer
+    beat = functools.partial(heartbeat, address, group)
 
     def joining(member_id: str) -> Any:
         return beat(
