@@ -32,6 +32,7 @@ from typing import Any
 from coordinator_api._coordinator import Coordinator
 from coordinator_api._errors import CoordinatorApiError
 from coordinator_api._payload import decode, encode, payload
+from coordinator_api._signals import stop_event
 from coordinator_api._types import JoinedMember
 
 _PR_SET_PDEATHSIG = 1
@@ -56,9 +57,7 @@ class _Lifetime:
 
     def __init__(self, parent: int) -> None:
         self.parent = parent
-        self.stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.stop.set())
+        self.stop = stop_event(signal.SIGTERM, signal.SIGINT)
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
                 libc = ctypes.CDLL(None, use_errno=True)

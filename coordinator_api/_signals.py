@@ -8,6 +8,7 @@ KeyboardInterrupt, which does run them. :func:`exit_on_sigterm` makes SIGTERM be
 
 from __future__ import annotations
 
+import queue
 import signal
 import threading
 from types import FrameType
@@ -44,3 +45,28 @@ def exit_on_sigterm() -> None:
 
 def _exit(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(SIGTERM_EXIT_STATUS)
+
+
+def stop_event(*signals: signal.Signals) -> threading.Event:
+    """An Event that is set when one of ``signals`` arrives: how a member process's main loop
+    learns that it is asked to stop, and can then close its members itself.
+
+    The handler does not set the Event: Python runs a handler in the main thread between two
+    bytecodes, possibly while that thread holds the Event's lock inside ``wait()``, and ``set()``
+    would then wait for that lock forever. It only puts the signal on a :class:`queue.SimpleQueue`,
+    whose ``put()`` is reentrant, and a daemon thread sets the Event.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        raise ConfigurationError("stop_event() must be called from the main thread")
+    stop = threading.Event()
+    arrived: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def relay() -> None:
+        while True:
+            arrived.get()
+            stop.set()
+
+    threading.Thread(target=relay, name="stop-on-signal", daemon=True).start()
+    for sig in signals:
+        signal.signal(sig, lambda signum, _frame: arrived.put(signum))
+    return stop

@@ -1,6 +1,7 @@
 """exit_on_sigterm: a member process ended with SIGTERM leaves its group on the way out (the
 coordinator records a leave, never an expiry), so its peers go on at once instead of after
-its session; without the helper, the same process is expired a session later."""
+its session; without the helper, the same process is expired a session later. stop_event: the
+member processes' own way to stop, which signals cannot deadlock."""
 
 from __future__ import annotations
 
@@ -109,3 +110,48 @@ def test_exit_on_sigterm_belongs_to_the_main_thread() -> None:
     thread.start()
     thread.join()
     assert len(errors) == 1 and "main thread" in str(errors[0])
+
+
+SPINNER = """
+import signal, sys, time
+from coordinator_api._signals import stop_event
+
+stop = stop_event(signal.SIGUSR2)
+print("ready", flush=True)
+seen, end = 0, time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    if stop.wait(0.00001):  # the main thread holds the Event's lock often, for short whiles
+        seen += 1
+        stop.clear()
+print(seen, flush=True)
+"""
+
+
+def test_a_stop_event_is_set_by_signals_that_arrive_while_the_main_thread_waits_on_it(
+    tmp_path: Path,
+) -> None:
+    """A handler that set the Event itself would, now and then, run while the main thread holds
+    the Event's lock inside ``wait()``: ``set()`` then waits for that lock forever (a test's
+    member process once hung so on SIGTERM). Signals sent every 0.2 ms for 3 s, from
+    another process, hit that window; the process must go on and see them."""
+    script = tmp_path / "spinner.py"
+    script.write_text(SPINNER)
+    spin_s = 3.0
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(spin_s)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready", process.communicate()[1][-3000:]
+        sent = 0
+        end = time.monotonic() + spin_s - 0.5
+        while time.monotonic() < end:
+            process.send_signal(signal.SIGUSR2)
+            sent += 1
+            time.sleep(0.0002)
+        out, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err[-3000:]
+        assert int(out) > 0, f"none of {sent} signals set the Event"
+    finally:
+        process.kill()
+        process.wait()

@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from coordinator_api._signals import stop_event
+
 owned: set[int] = set()
 lock = threading.Lock()
 
@@ -278,8 +280,7 @@ def main() -> None:
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(threadName)s %(name)s %(message)s")
         logging.getLogger("kafka").setLevel(logging.INFO)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = stop_event(signal.SIGTERM)
     report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
     runners = {"ours": run_ours, "kafka-python": run_kafka_python, "confluent": run_confluent}
     runners[args.client](args, stop)

@@ -41,6 +41,8 @@ from typing import Any
 
 from coordinator_leader import LeaderElection
 
+from coordinator_api._signals import stop_event
+
 CLOSE_TIMEOUT_S = 30.0  # LeaderElection.close's bound
 SLOW_CLOSE_S = 5.0
 
@@ -74,8 +76,7 @@ def main() -> None:
     )
     logging.getLogger("kafka").setLevel(logging.WARNING)
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = stop_event(signal.SIGTERM)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that waits in vain asks
     election = LeaderElection(
         args.group,

@@ -31,6 +31,7 @@ from coordinator_api import (
     payload,
     since,
 )
+from coordinator_api._signals import stop_event
 
 lock = threading.Lock()
 
@@ -134,8 +135,7 @@ def main() -> None:
         logging.basicConfig(level=logging.DEBUG)
         logging.getLogger("kafka").setLevel(logging.WARNING)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = stop_event(signal.SIGTERM)
     options: dict[str, Any] = {}
     if args.api_version:
         options["api_version"] = tuple(int(x) for x in args.api_version.split("."))

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from coordinator_api._signals import stop_event
+
 owned: set[int] = set()
 lock = threading.Lock()
 
@@ -320,8 +322,7 @@ def main() -> None:
     if args.client == "kafka-python":
         log_kafka_python_joins(debug=bool(os.environ.get("KAFKA_MEMBER_DEBUG")))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = stop_event(signal.SIGTERM)
     report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
     runners = {"kafka-python": run_kafka_python, "confluent": run_confluent, "ours": run_ours}
     runners[args.client](args, stop)

@@ -29,6 +29,7 @@ from coordinator_streams import (
 )
 
 from coordinator_api import CoordinatorApiError
+from coordinator_api._signals import stop_event
 
 lock = threading.Lock()
 
@@ -58,8 +59,7 @@ def main() -> None:
     parser.add_argument("--session-ms", type=int, default=3_000)
     parser.add_argument("--heartbeat-ms", type=int, default=300)
     args = parser.parse_args()
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = stop_event(signal.SIGTERM)
     tasks = [Task(TaskId(s, p)) for s in range(args.subtopologies) for p in range(args.partitions)]
     app = SimulatedApplication(
         tasks, changelog_records=args.records, restore_rate=args.restore_rate, now=time.monotonic()
