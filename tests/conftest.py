@@ -54,7 +54,7 @@ def uses_kafka_cluster(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The suite runs on two workers (pytest-xdist, ``--dist loadgroup``): the tests on the
+    """The suite runs on three workers (pytest-xdist, ``--dist loadgroup``): the tests on the
     session's Apache Kafka cluster all go to one of them, so one cluster is started."""
     for item in items:
         if uses_kafka_cluster(item):
