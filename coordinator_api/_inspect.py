@@ -29,7 +29,7 @@ from kafka.admin import KafkaAdminClient, OffsetSpec
 from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
-from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.admin import DescribeConfigsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.consumer import ConsumerProtocolAssignment
 from kafka.structs import OffsetAndMetadata
 
@@ -37,6 +37,7 @@ from coordinator_api._errors import CoordinatorApiError, GroupError
 from coordinator_api._membership import _driver
 from coordinator_api._plugins._registry import PayloadDecoderRegistry
 from coordinator_api._protocol import ErrorCode, error_name
+from coordinator_api.server._group_configs import GROUP_RESOURCE
 from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, GroupDescribeRequest
 
 
@@ -131,6 +132,35 @@ def find_coordinator(bootstrap_servers: str, group_id: str, *, timeout_ms: int =
         return conn.find_coordinator(group_id).broker_id
     finally:
         conn.close()
+
+
+def group_configs(
+    bootstrap_servers: str, group_id: str, *, timeout_ms: int = 10_000
+) -> dict[str, str | None]:
+    """The configs of ``group_id`` as its coordinator describes them (DescribeConfigs of the
+    group resource, sent to that broker): the group's own and the defaults of the others. On a
+    Kafka cluster a broker knows a config set for the group once its metadata has caught up with
+    the controller, which may be a little after the change was acknowledged.
+
+    :raises GroupError: the coordinator refused to describe them.
+    """
+    conn = _Connection(bootstrap_servers, timeout_ms)
+    try:
+        node = conn.find_coordinator(group_id).node
+        request = DescribeConfigsRequest(
+            resources=[(GROUP_RESOURCE, group_id, None)], include_synonyms=False, min_version=1
+        )
+        (result,) = conn.send(request, node).results
+    finally:
+        conn.close()
+    if result.error_code != 0:
+        raise GroupError(
+            f"describing the configs of group {group_id!r}: {error_name(result.error_code)}"
+            f" {result.error_message or ''}".rstrip(),
+            group_id=group_id,
+            member_id="",
+        )
+    return {config.name: config.value for config in result.configs}
 
 
 def describe_group(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 10_000) -> GroupDescription:

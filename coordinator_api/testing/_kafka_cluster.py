@@ -38,7 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from coordinator_api._inspect import find_coordinator
+from coordinator_api._inspect import find_coordinator, group_configs
 from coordinator_api.server._tls import TlsSettings
 from coordinator_api.testing._jvm import SharedClasses, cache_root, shared_classes
 
@@ -658,7 +658,11 @@ class KafkaCluster:
     def set_group_config(self, group_id: str, configs: dict[str, int | str]) -> None:
         """Set a group's own configs (KIP-848's dynamic group configs, as ``kafka-configs
         --entity-type groups`` does), e.g. ``consumer.session.timeout.ms``: with the incremental
-        protocol the coordinator, not the client, decides the session and the interval."""
+        protocol the coordinator, not the client, decides the session and the interval.
+
+        Returns once the group's coordinator describes them so: the controller acknowledges the
+        change before the brokers have caught up with it, and a group created meanwhile would
+        start with the old values."""
         from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
         admin = KafkaAdminClient(bootstrap_servers=self._live_bootstrap(), client_id="kafka-cluster")
@@ -667,6 +671,13 @@ class KafkaCluster:
             admin.alter_configs([resource], raise_on_unknown=False, incremental=True)
         finally:
             admin.close()
+        wanted = {name: str(value) for name, value in configs.items()}
+
+        def applied() -> bool:
+            described = group_configs(self._live_bootstrap(), group_id, timeout_ms=5000)
+            return all(described.get(name) == value for name, value in wanted.items())
+
+        self._wait(applied, f"group {group_id!r}'s coordinator to apply {wanted}")
 
     # -- faults --------------------------------------------------------------------------------
 

@@ -70,6 +70,10 @@ ALLOWED: Final = {
     "assignor's own choice (Kafka's follows its hash map's order of the random member ids, so it "
     "varies from run to run); runs of more than two members compare how many partitions each "
     "member has and is to have, not which",
+    "next leader": "when a classic group's leader leaves, Kafka makes the first of the other "
+    "members in its hash map's order of their member ids (random ones) the leader, the embedded "
+    "coordinator the first of them to have joined; generated runs let a leader leave only when one "
+    "member stays",
     "batched targets": "Kafka 4.3 computes a consumer group's target at most once a second by "
     "default (consumer.assignment.interval.ms, KIP-1263), this coordinator at once; the differential "
     "runs set the interval to 0 on Kafka for their groups",

@@ -618,6 +618,10 @@ class Group:
         elif kind == "describe":
             m.call("describe", describe(m))
         else:  # leave; the others rejoin
+            if m.member_id == self.leader and len(self.members) > 2:
+                # Kafka's next leader would be the first of the rest in its hash map's order of
+                # their random ids (ALLOWED, "next leader"): a follower leaves instead.
+                m = next(o for o in self.members if o.member_id != self.leader)
             m.call(f"{m.client}: leave", leave(m, (m.member_id, None)))
             self.members.remove(m)
             if self.members:

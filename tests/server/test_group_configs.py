@@ -31,6 +31,8 @@ from kafka.protocol.admin import (
 from kafka_tools import _call, _connect, run_kafka_configs_lines
 from member_processes import MemberProcess, owned_exactly_once, wait_for
 
+from coordinator_api._errors import GroupError
+from coordinator_api._inspect import group_configs
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, recording_membership
 from coordinator_api.server._group_configs import GROUP_CONFIG_KEYS, GROUP_RESOURCE
@@ -298,6 +300,22 @@ def test_what_the_coordinator_does_not_keep_is_refused_with_words_saying_so(
         assert (config.name, config.value, config.synonyms) == (SESSION, "45000", [])
         assert config.documentation.startswith("How long a member of this group may go without a heartbeat")
         assert group not in [r.resource_name for r in list_groups_with_configs(sock).config_resources]
+
+
+def test_group_configs_reads_a_groups_configs_from_its_coordinator(embedded: EmbeddedCoordinator) -> None:
+    """What ``KafkaCluster.set_group_config`` waits on: the group's own and the server's
+    defaults, and the coordinator's refusal as a GroupError."""
+    group = f"read-{uuid.uuid4().hex[:8]}"
+    with _connect(embedded.bootstrap_servers) as sock:
+        (altered,) = alter(sock, (group, [(SESSION, SET, "50000")])).responses
+        assert altered.error_code == 0
+    assert group_configs(embedded.bootstrap_servers, group) == {
+        SESSION: "50000",
+        ASSIGNMENT: "1000",  # this server's own (AS_THE_KAFKA_CLUSTER)
+        INTERVAL: "5000",
+    }
+    with pytest.raises(GroupError, match="INVALID_REQUEST Group name must not be empty"):
+        group_configs(embedded.bootstrap_servers, "")
 
 
 # --- Kafka's kafka-configs, as docs/incremental.md runs it ----------------------------------------
