@@ -581,7 +581,24 @@ class MigratingGroup(RuleBasedStateMachine):
                 member.owned, member.epoch, member.joined = set(), 0, False
             elif isinstance(member, ClassicClient) and member.member_id and member.member_id not in present:
                 member.lose(forget_id=False)
+            elif isinstance(member, ClassicClient) and self._formed_without(member):
+                # A silent static member keeps its place past the rebalance timeout (Kafka's
+                # classic protocol), and the leader assigns from the subscription it last sent,
+                # which does not list what it was given since: that may go to another member.
+                # Its client learns so at its next heartbeat (REBALANCE_IN_PROGRESS).
+                member.lose(forget_id=False)
         self.crashed = [x for x in self.crashed if x.member_id in present]
+
+    def _formed_without(self, c: ClassicClient) -> bool:
+        """Whether ``c`` crashed and a classic generation formed after its own (it kept its
+        place: it is static)."""
+        classic = self.m.state._groups.get("g")
+        return (
+            any(c is x for x in self.crashed)
+            and classic is not None
+            and not self.m.state._is_consumer_group("g")
+            and classic.generation_id > c.generation
+        )
 
     def _present(self) -> set[str]:
         """Member ids the coordinator has for the group: in the consumer group, in the classic
