@@ -10,12 +10,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from member_processes import wait_for
 
 from coordinator_api import ConfigurationError, CoordinatorConfig, EmbeddedCoordinator, exit_on_sigterm
+from coordinator_api._signals import stop_event
 from coordinator_api.server import recording_membership
 
 SESSION_MS = 30_000  # far longer than any bound below: a leave is what makes them hold
@@ -97,12 +99,15 @@ def test_sigterm_leaves_the_group_with_the_helper_and_not_without(
             process.wait()
 
 
-def test_exit_on_sigterm_belongs_to_the_main_thread() -> None:
+@pytest.mark.parametrize(
+    "install", [exit_on_sigterm, lambda: stop_event(signal.SIGTERM)], ids=["exit_on_sigterm", "stop_event"]
+)
+def test_signal_handlers_belong_to_the_main_thread(install: Callable[[], object]) -> None:
     errors: list[BaseException] = []
 
     def call() -> None:
         try:
-            exit_on_sigterm()
+            install()
         except ConfigurationError as exc:
             errors.append(exc)
 
