@@ -175,9 +175,10 @@ def test_a_kafka_python_member_without_the_workarounds_stalls_and_the_harness_sa
 ) -> None:
     """The real stall, provoked: a member that joins before it knows the topic's partitions and
     polls for 1 ms assigns nothing, rejoins when the metadata arrives, and its poll gives up
-    during that join. (It stalls nearly every time; up to three members are tried.)"""
+    during that join. (It stalls more often than not, but not every time: up to eight members are
+    tried, each in a few seconds when it joins.)"""
     stall: KafkaPythonJoinStall | None = None
-    for attempt in range(3):
+    for attempt in range(8):
         member = MemberProcess(
             "kafka-python",
             coordinator.bootstrap_servers,
@@ -193,7 +194,7 @@ def test_a_kafka_python_member_without_the_workarounds_stalls_and_the_harness_sa
             except KafkaPythonJoinStall as raised:
                 stall = raised
                 break
-    assert stall is not None, "three kafka-python members without the workarounds all joined: no stall"
+    assert stall is not None, "eight kafka-python members without the workarounds all joined: no stall"
     assert stall.member == member.name
     assert stall.lines[1].endswith(POLL_GAVE_UP)
     assert "error_code=0," in stall.lines[2]
