@@ -39,8 +39,6 @@ import differential
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.protocol.admin import (
-    DescribeConfigsRequest,
-    DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
@@ -55,6 +53,7 @@ from member_processes import (
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api._inspect import group_configs
 from coordinator_api.server import MembershipRecorder, recording_membership
 from coordinator_api.server.schemas import (
     ConsumerGroupDescribeRequest,
@@ -652,7 +651,7 @@ ASSIGNMENT_INTERVAL_MS = 1500
 
 def set_assignment_interval(bootstrap: str, address: str, group: str, interval_ms: int) -> None:
     """Give ``group`` its own ``consumer.assignment.interval.ms`` (as ``kafka-configs`` does),
-    and wait until ``address``, its coordinator, has it (a Kafka broker applies the controller's
+    and wait until its coordinator (``address``) has it (a Kafka broker applies the controller's
     metadata a moment later)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kip848-probe")
     try:
@@ -660,17 +659,11 @@ def set_assignment_interval(bootstrap: str, address: str, group: str, interval_m
         admin.alter_configs([ConfigResource(ConfigResourceType.GROUP, group, configs)], incremental=True)
     finally:
         admin.close()
-    resource = DescribeConfigsRequest.DescribeConfigsResource
-    request = DescribeConfigsRequest(
-        version=4,
-        resources=[resource(resource_type=32, resource_name=group, configuration_keys=list(configs))],
-        include_synonyms=False,
-        include_documentation=False,
+    wait_for(
+        lambda: group_configs(bootstrap, group).items() >= configs.items(),
+        30,
+        f"{address} to have {group}'s assignment interval",
     )
-    deadline = time.monotonic() + 30
-    while _call(address, request, DescribeConfigsResponse, 4).results[0].configs[0].value != str(interval_ms):
-        assert time.monotonic() < deadline, f"{address} never had {group}'s assignment interval"
-        time.sleep(0.05)
 
 
 def targets_batched(bootstrap: str, address: str, group: str) -> list[tuple[Any, ...]]:
