@@ -15,12 +15,12 @@ reason.
 
 from __future__ import annotations
 
+import itertools
 import re
 import socket
 import struct
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -66,10 +66,10 @@ ALLOWED: Final = {
     "first group epoch": "Kafka 4.3 makes a new consumer group at epoch 1, so that its first "
     "member joins at 2; the embedded coordinator makes it at 0 and the join is 1. Transcripts count "
     "KIP-848's epochs from the first a run sees, in answers and in fencing messages alike",
-    "tie-breaks": "which of several equally placed members gets a partition is each uniform "
-    "assignor's own choice (Kafka's follows its hash map's order of the random member ids, so it "
-    "varies from run to run); runs of more than two members compare how many partitions each "
-    "member has and is to have, not which",
+    "tie-breaks": "which of several equally placed members gets a partition follows the order in "
+    "which the uniform assignor visits them: Kafka's that of a hash map of their member ids, the "
+    "embedded coordinator's that of the ids; KIP-848's members here send ids that are in the same "
+    "order both ways (ordered_member_id), so partitions are compared one by one",
     "next leader": "when a classic group's leader leaves, Kafka makes the first of the other "
     "members in its hash map's order of their member ids (random ones) the leader, the embedded "
     "coordinator the first of them to have joined; generated runs let a leader leave only when one "
@@ -112,7 +112,6 @@ class Transcript:
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> "topic-1", ...
     first_epoch: int | None = None  # the first KIP-848 epoch above 0 that the run saw
-    counts_only: bool = False  # KIP-848's partitions by how many, not which (ALLOWED["tie-breaks"])
 
     def name(self, member_id: str) -> str:
         return self.ids.get(member_id, "" if not member_id else "<unknown id>")
@@ -130,11 +129,30 @@ class Transcript:
         return epoch - self.first_epoch + 1
 
     def partitions(self, topic_partitions: Any) -> list[tuple[str, Any]]:
-        """KIP-848's partitions by topic id, topics named by :meth:`topic`: each topic's, or with
-        :attr:`counts_only` how many."""
-        if self.counts_only:
-            return sorted((self.topic(t.topic_id), len(t.partitions)) for t in topic_partitions)
+        """KIP-848's partitions by topic id, topics named by :meth:`topic`."""
         return sorted((self.topic(t.topic_id), sorted(t.partitions)) for t in topic_partitions)
+
+
+def _java_hash_map_bucket(key: str) -> int:
+    """The bucket of ``key`` in a Java ``HashMap`` of 16 buckets (up to 12 entries): its
+    ``String.hashCode()``, spread as ``HashMap.hash`` does, masked to 16."""
+    h = 0
+    for c in key:
+        h = (31 * h + ord(c)) & 0xFFFFFFFF
+    return (h ^ (h >> 16)) & 15
+
+
+def ordered_member_id(n: int) -> str:
+    """The member id (22 characters, as KIP-1082's clients make) of a run's ``n``-th member.
+
+    Kafka's uniform assignor visits a group's members in the order of a ``HashMap`` keyed by
+    member id; the embedded coordinator's in the order of the ids. These ids are in the same
+    order both ways among up to 12 of a run's first 15 members (a map of 16 buckets): the
+    ``n``-th sorts ``n``-th and lands in the ``n``-th bucket. So both servers break the
+    assignor's ties alike, and a run gives the same answers every time it is replayed
+    (``ALLOWED["tie-breaks"]``)."""
+    candidates = (f"m{n:03d}-{filler:017d}" for filler in itertools.count())
+    return next(c for c in candidates if _java_hash_map_bucket(c) == n % 16)
 
 
 class Member:
@@ -145,7 +163,7 @@ class Member:
         self.client = client
         self.member_id = ""
         #: What KIP-848's clients send (KIP-1082: they make their own member ids).
-        self.own_member_id = uuid.uuid4().hex[:22]
+        self.own_member_id = ordered_member_id(len(peer.members) + 1)
         peer.transcript.ids[self.own_member_id] = client
         self.sock = socket.create_connection(coordinator, timeout=TIMEOUT_S)
         self._correlation = 0
@@ -266,10 +284,7 @@ class Peer:
                 for topic in response.topics
                 for p in topic.partitions
             ]
-            if t.counts_only:  # which partitions a member has is the assignor's to choose: how many
-                fields = {"errors": sorted(Counter((topic, error) for topic, _, error in errors).items())}
-            else:
-                fields = {"errors": sorted(errors)}
+            fields = {"errors": sorted(errors)}
         elif name.startswith("OffsetFetchResponse"):  # v8+: one group
             (group,) = response.groups
             fields = {

@@ -29,8 +29,7 @@ from coordinator_api.testing import KafkaCluster
 
 TOPIC = "differential-t"
 CONSUMER_TOPIC = "differential-k"  # KIP-848's scenarios: 4 partitions
-# 12 partitions: each of up to 4 members has as many as the others, whichever way the two
-# servers' uniform assignors break their ties (ALLOWED["tie-breaks"]).
+# 12 partitions: each of up to 4 members has as many as the others.
 SHARED_TOPIC = "differential-k12"
 MOST_MEMBERS = 4
 SUBSCRIPTION = encode_subscription([TOPIC])
@@ -362,7 +361,6 @@ def consumer_group_scales_out_and_in(peer: Peer) -> None:
 def consumer_group_of_three_with_a_late_revocation(peer: Peer) -> None:
     """b and then c join before a has given anything up: each gets what a releases, once a
     has; then b leaves and a and c share its partitions."""
-    peer.transcript.counts_only = True  # three members: ties are the assignor's own to break
     a, b, c = peer.member("a"), peer.member("b"), peer.member("c")
     joined = a.call("a: join", joining(a, subscribed_topic_names=[SHARED_TOPIC]))
     a.call("a: heartbeat, listing what it owns", beat(a, joined.member_epoch, owned(joined)))
@@ -674,7 +672,6 @@ class ConsumerGroupRun:
 
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
-        peer.transcript.counts_only = True  # more than two members: ties are the assignor's own
         self.epochs: dict[Member, int] = {}  # the members in the group, at their epochs
         self.owned: dict[Member, list[Any]] = {}  # what each owns, once told
         self.told_at: dict[Member, int] = {}  # the epoch of the answer that told it
