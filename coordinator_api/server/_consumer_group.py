@@ -213,8 +213,10 @@ class ClassicMembership:
 class _Group:
     group_id: str
     protocol_type: str = PROTOCOL_TYPE
-    group_epoch: int = 0
-    assignment_epoch: int = 0
+    # A new group starts at epoch 1 with an empty target at 1, so its first target is 2 and its
+    # first member's epoch 2, as on Kafka 4.3 (KAFKA-20268; Kafka before 4.3 started at 0).
+    group_epoch: int = 1
+    assignment_epoch: int = 1
     members: dict[str, _Member] = field(default_factory=dict)
     static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)

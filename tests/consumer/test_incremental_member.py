@@ -116,7 +116,7 @@ def test_members_join_share_and_leave_revoking_only_what_moves(
     a = timeline.member(coordinator, "a")
     a.ensure_active_group(20)
     assert len(a.assignment()) == PARTITIONS
-    assert a.generation().generation_id == 1 and a.generation().protocol_name is None
+    assert a.generation().generation_id == 2 and a.generation().protocol_name is None
     b = timeline.member(coordinator, "b")
     settle([a, b], lambda: split([a, b]))
     # a gave up exactly what b got, once; b was given only after a had given it up (Timeline).
@@ -124,7 +124,7 @@ def test_members_join_share_and_leave_revoking_only_what_moves(
     assert timeline.kinds("b") == [("assigned", revoked)] and len(revoked) == PARTITIONS // 2
     # a's acknowledgement moved it to b's epoch; its answer may reach a's network thread just
     # after b has started what a gave up.
-    settle([a, b], lambda: a.generation().generation_id == b.generation().generation_id == 2, timeout=5)
+    settle([a, b], lambda: a.generation().generation_id == b.generation().generation_id == 3, timeout=5)
     c = timeline.member(coordinator, "c")
     settle([a, b, c], lambda: split([a, b, c]))
     assert len(c.assignment()) == 2
@@ -198,7 +198,7 @@ def test_a_commit_made_while_an_acknowledgement_is_answered_carries_the_new_epoc
     assert len(owned) == PARTITIONS // 2
     a.commit({tp: 5 for tp in owned})  # at the epoch the answer on its way brings: accepted
     assert a.committed_offsets(owned) == {tp: (5, "") for tp in owned}
-    assert a.generation().generation_id > 1
+    assert a.generation().generation_id > 2
     settle([a, b], lambda: split([a, b]))
     a.close()
     b.close()

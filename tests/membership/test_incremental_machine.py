@@ -270,18 +270,18 @@ def test_a_member_joins_gets_everything_and_acknowledges_at_once() -> None:
     net.run(20, apply=False)
     # Its own member id; joined, it heartbeats again at once (a coordinator that holds heartbeats
     # answers that one the moment it has news), listing as owned what it is about to start.
-    assert [(s.member_id, s.member_epoch) for s in a.sent] == [("a-id", 0), ("a-id", 1)]
+    assert [(s.member_id, s.member_epoch) for s in a.sent] == [("a-id", 0), ("a-id", 2)]
     assert a.sent[-1].owned == net.tp(*range(PARTITIONS))
     (reconcile,) = a.pending
     assert reconcile.assigned == net.tp(*range(PARTITIONS)) and not reconcile.revoked
     assert a.machine.state is IncrementalState.RECONCILING and a.machine.is_stable() is False
     net.apply("a")
     # The acknowledgement goes at once, not an interval later.
-    assert a.sent[-1].member_epoch == 1 and a.sent[-1].owned == net.tp(*range(PARTITIONS))
+    assert a.sent[-1].member_epoch == 2 and a.sent[-1].owned == net.tp(*range(PARTITIONS))
     assert a.machine.state.value == "acknowledging"
     net.run(10)
     assert a.machine.state.value == "stable" and a.machine.is_stable(net.now)
-    assert a.machine.generation().generation_id == 1
+    assert a.machine.generation().generation_id == 2
     # Then heartbeats follow the coordinator's interval (500 ms), not the member's 3,000: an
     # interval after each answer (answers take one 10 ms step here).
     before = len(a.sent)
@@ -300,7 +300,7 @@ def test_a_newcomer_gets_partitions_as_soon_as_their_owner_has_revoked_them() ->
     assert net.every_partition_started_once()
     assert len(a.started) == len(b.started) == PARTITIONS // 2
     assert a.machine.is_stable() and b.machine.is_stable()
-    assert a.machine.member_epoch == b.machine.member_epoch == 2
+    assert a.machine.member_epoch == b.machine.member_epoch == 3
 
 
 def test_a_new_subscription_goes_at_once_even_while_a_heartbeat_is_held() -> None:
@@ -317,7 +317,7 @@ def test_a_new_subscription_goes_at_once_even_while_a_heartbeat_is_held() -> Non
     net.feed("a", Tick())
     assert [r.after for r in a.releases] == [sent]
     net.run(20)
-    assert len(a.sent) == sent + 1 and a.sent[-1].member_epoch == 1 and len(a.releases) == 1
+    assert len(a.sent) == sent + 1 and a.sent[-1].member_epoch == 2 and len(a.releases) == 1
     assert a.machine.news_to_send is False
 
 

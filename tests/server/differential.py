@@ -16,7 +16,6 @@ reason.
 from __future__ import annotations
 
 import itertools
-import re
 import socket
 import struct
 import time
@@ -63,9 +62,6 @@ ALLOWED: Final = {
     "regular expressions": "a SubscribedTopicRegex that does not compile is refused by both, with "
     "the words of the regex engine after the colon: RE2/J's on Kafka, Python's re here; "
     "transcripts keep what comes before",
-    "first group epoch": "Kafka 4.3 makes a new consumer group at epoch 1, so that its first "
-    "member joins at 2; the embedded coordinator makes it at 0 and the join is 1. Transcripts count "
-    "KIP-848's epochs from the first a run sees, in answers and in fencing messages alike",
     "tie-breaks": "which of several equally placed members gets a partition follows the order in "
     "which the uniform assignor visits them: Kafka's that of a hash map of their member ids, the "
     "embedded coordinator's that of the ids; KIP-848's members here send ids that are in the same "
@@ -111,22 +107,12 @@ class Transcript:
     ids: dict[str, str] = field(default_factory=dict)  # member id -> client name
     steps: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> "topic-1", ...
-    first_epoch: int | None = None  # the first KIP-848 epoch above 0 that the run saw
 
     def name(self, member_id: str) -> str:
         return self.ids.get(member_id, "" if not member_id else "<unknown id>")
 
     def topic(self, topic_id: object) -> str:
         return self.topic_ids.setdefault(str(topic_id), f"topic-{len(self.topic_ids) + 1}")
-
-    def epoch(self, epoch: int) -> int:
-        """A KIP-848 epoch, counted from the first above 0 the run saw (as 1); 0 and the leave
-        epochs stay as they are. See ALLOWED["first group epoch"]."""
-        if epoch <= 0:
-            return epoch
-        if self.first_epoch is None:
-            self.first_epoch = epoch
-        return epoch - self.first_epoch + 1
 
     def partitions(self, topic_partitions: Any) -> list[tuple[str, Any]]:
         """KIP-848's partitions by topic id, topics named by :meth:`topic`."""
@@ -330,12 +316,10 @@ class Peer:
                 message = message.replace(member_id, client)
             if response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION:
                 message = message.split(": ", 1)[0]
-            if response.error_code == ErrorCode.FENCED_MEMBER_EPOCH:  # "member epoch (3) than ..."
-                message = re.sub(r"\((\d+)\)", lambda found: f"({t.epoch(int(found[1]))})", message)
             fields.update(
                 message=message,
                 member=t.name(response.member_id or ""),
-                epoch=t.epoch(response.member_epoch),
+                epoch=response.member_epoch,
                 interval_ms=response.heartbeat_interval_ms,
                 assignment=None
                 if response.assignment is None
@@ -347,13 +331,13 @@ class Peer:
                 "error": group.error_code,
                 "message": (group.error_message or "").replace(self.group_id, "<group>"),
                 "state": group.group_state,
-                "epochs": (t.epoch(group.group_epoch), t.epoch(group.assignment_epoch)),
+                "epochs": (group.group_epoch, group.assignment_epoch),
                 "assignor": group.assignor_name,
                 "members": sorted(
                     (
                         t.name(m.member_id),
                         m.instance_id,
-                        t.epoch(m.member_epoch),
+                        m.member_epoch,
                         sorted(m.subscribed_topic_names),
                         t.partitions(m.assignment.topic_partitions),
                         t.partitions(m.target_assignment.topic_partitions),

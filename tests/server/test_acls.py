@@ -673,9 +673,9 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
     refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
     with login(coordinator, "alice") as alice, login(coordinator, "bob") as bob:
         joined = consumer_heartbeat(alice, "cg", ["t"])
-        assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 1), joined
+        assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 2), joined
         # A subscribed topic alice may not describe refuses the whole heartbeat (KafkaApis).
-        assert consumer_heartbeat(alice, "cg", ["t", "u"], joined.member_id, 1).error_code == (
+        assert consumer_heartbeat(alice, "cg", ["t", "u"], joined.member_id, 2).error_code == (
             ErrorCode.TOPIC_AUTHORIZATION_FAILED
         )
         assert consumer_heartbeat(bob, "cg", ["t"]).error_code == refused
@@ -711,7 +711,7 @@ def test_the_incremental_protocols_apis_are_checked_as_kafka_checks_them(
             ("cg", ErrorCode.NONE),
         ]
         (member,) = seen.groups[1].members
-        assert (member.member_id, member.member_epoch) == (joined.member_id, 1)  # she is still in, unchanged
+        assert (member.member_id, member.member_epoch) == (joined.member_id, 2)  # she is still in, unchanged
         # A regex gives her only the topics she may describe: t's 2 partitions, never u's 1
         # (Kafka's group coordinator filters regex topics by Topic DESCRIBE, KAFKA-18813).
         by_regex = ConsumerGroupHeartbeatRequest(

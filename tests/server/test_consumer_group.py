@@ -162,7 +162,7 @@ def test_a_member_that_joins_again_under_its_id_stays_the_same_member(c: Coordin
     # (nothing); the group epoch does not move and nobody else is disturbed.
     c.heartbeat("a", 0)
     b = c.heartbeat("b", 0)
-    a = c.heartbeat("a", 1, t(0, 1, 2))  # a gives up 3-5 for b
+    a = c.heartbeat("a", 2, t(0, 1, 2))  # a gives up 3-5 for b
     b = c.heartbeat("b", b.member_epoch)
     b = c.heartbeat("b", b.member_epoch, c.names(b))
     a = c.heartbeat("a", a.member_epoch, c.names(a))
@@ -174,12 +174,12 @@ def test_a_member_that_joins_again_under_its_id_stays_the_same_member(c: Coordin
     assert c.heartbeat("b", b.member_epoch).assignment is None  # nothing new for b
 
 
-def test_a_first_member_gets_every_partition_at_epoch_one(c: Coordinator) -> None:
+def test_a_first_member_gets_every_partition_at_epoch_two(c: Coordinator) -> None:
     a = c.heartbeat("a", 0)
     assert (a.error, a.member_id, a.member_epoch, a.heartbeat_interval_ms) == (
         ErrorCode.NONE,
         "a",
-        1,
+        2,
         INTERVAL_MS,
     )
     assert c.names(a) == t(0, 1, 2, 3, 4, 5)
@@ -191,34 +191,34 @@ def test_a_groups_assignment_interval_defers_its_next_target(c: Coordinator) -> 
     c.state.set_group_assignment_interval("g", 1000)
     c.heartbeat("a", 0)  # the group's first target: at once
     b = c.heartbeat("b", 0)
-    assert (b.member_epoch, c.names(b)) == (1, set())  # the target it is reconciled to is a's
+    assert (b.member_epoch, c.names(b)) == (2, set())  # the target it is reconciled to is a's
     assert c.describe().state == "Assigning"  # type: ignore[attr-defined]
     c.advance(999)
-    assert c.heartbeat("a", 1).assignment is None  # still within the interval
+    assert c.heartbeat("a", 2).assignment is None  # still within the interval
     c.advance(1)
-    assert c.names(c.heartbeat("a", 1)) == t(0, 1, 2)  # the first heartbeat after it
+    assert c.names(c.heartbeat("a", 2)) == t(0, 1, 2)  # the first heartbeat after it
     assert c.describe().state == "Reconciling"  # type: ignore[attr-defined]
     c.state.set_group_assignment_interval("g", 0)  # back to the server's own: at once
     c.heartbeat("c", 0)
-    assert c.describe().assignment_epoch == 3  # type: ignore[attr-defined]
+    assert c.describe().assignment_epoch == 4  # type: ignore[attr-defined]
 
 
 def test_a_newcomer_waits_for_partitions_until_their_owner_revokes_them(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     b = c.heartbeat("b", 0)
     # b is at the new epoch at once, but what it is due is still a's: unreleased, nothing yet.
-    assert (b.member_epoch, c.names(b)) == (2, set())
+    assert (b.member_epoch, c.names(b)) == (3, set())
     # a must revoke first and keeps its epoch until it has.
-    a = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
-    assert (a.member_epoch, c.names(a)) == (1, t(0, 1, 2))
+    a = c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
+    assert (a.member_epoch, c.names(a)) == (2, t(0, 1, 2))
     assert c.state._consumer_groups.state("g") is ConsumerGroupState.RECONCILING
-    still = c.heartbeat("b", 2)
-    assert (still.member_epoch, still.assignment) == (2, None)  # nothing changed for b
-    # a heartbeats without the revoked partitions: it moves to epoch 2, and b can have them.
-    a = c.heartbeat("a", 1, t(0, 1, 2))
-    assert (a.member_epoch, a.assignment) == (2, None)
-    b = c.heartbeat("b", 2)
-    assert (b.member_epoch, c.names(b)) == (2, t(3, 4, 5))
+    still = c.heartbeat("b", 3)
+    assert (still.member_epoch, still.assignment) == (3, None)  # nothing changed for b
+    # a heartbeats without the revoked partitions: it moves to epoch 3, and b can have them.
+    a = c.heartbeat("a", 2, t(0, 1, 2))
+    assert (a.member_epoch, a.assignment) == (3, None)
+    b = c.heartbeat("b", 3)
+    assert (b.member_epoch, c.names(b)) == (3, t(3, 4, 5))
     assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
 
 
@@ -229,20 +229,20 @@ def test_a_revocation_acknowledged_after_the_group_moved_on_releases_what_was_re
     # revocation stayed recorded as a's when a had more to revoke, and nobody was given them.
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
-    a = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
-    assert (a.member_epoch, c.names(a)) == (1, t(0, 1, 2))  # revoking 3, 4, 5
-    c.heartbeat("c", 0)  # group epoch 3 before a acknowledges: a must give up one more
-    a = c.heartbeat("a", 1, t(0, 1, 2))
-    assert (a.member_epoch, c.names(a)) == (1, t(0, 1))  # the same epoch, as Kafka 4.3; 2 to revoke
+    a = c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
+    assert (a.member_epoch, c.names(a)) == (2, t(0, 1, 2))  # revoking 3, 4, 5
+    c.heartbeat("c", 0)  # group epoch 4 before a acknowledges: a must give up one more
+    a = c.heartbeat("a", 2, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (2, t(0, 1))  # the same epoch, as Kafka 4.3; 2 to revoke
     # 3, 4 and 5 are free at once: b and c get them while a is still revoking 2.
-    b = c.heartbeat("b", 2)
-    assert (b.member_epoch, c.names(b)) == (3, t(3, 4))
-    third = c.heartbeat("c", 3)
-    assert (third.member_epoch, c.names(third)) == (3, t(5))
-    a = c.heartbeat("a", 1, t(0, 1))
-    assert (a.member_epoch, a.assignment) == (3, None)
-    third = c.heartbeat("c", 3)
-    assert (third.member_epoch, c.names(third)) == (3, t(2, 5))
+    b = c.heartbeat("b", 3)
+    assert (b.member_epoch, c.names(b)) == (4, t(3, 4))
+    third = c.heartbeat("c", 4)
+    assert (third.member_epoch, c.names(third)) == (4, t(5))
+    a = c.heartbeat("a", 2, t(0, 1))
+    assert (a.member_epoch, a.assignment) == (4, None)
+    third = c.heartbeat("c", 4)
+    assert (third.member_epoch, c.names(third)) == (4, t(2, 5))
     assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
 
 
@@ -250,32 +250,32 @@ def test_a_member_that_owns_no_revoked_partition_moves_on_at_once(c: Coordinator
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
     # a already dropped what it must lose (say, after a lost answer): no revocation round.
-    a = c.heartbeat("a", 1, t(0, 1, 2))
-    assert (a.member_epoch, c.names(a)) == (2, t(0, 1, 2))
+    a = c.heartbeat("a", 2, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2))
 
 
 def test_a_member_leaving_gives_its_partitions_to_the_others(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
-    c.heartbeat("a", 1, t(0, 1, 2))
-    c.heartbeat("b", 2)
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
+    c.heartbeat("a", 2, t(0, 1, 2))
+    c.heartbeat("b", 3)
     left = c.heartbeat("b", -1)
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -1)
-    a = c.heartbeat("a", 2, t(0, 1, 2))
-    assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
+    a = c.heartbeat("a", 3, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (4, t(0, 1, 2, 3, 4, 5))
 
 
 def test_a_member_that_stops_heartbeating_is_expired_after_the_session(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
     c.advance(SESSION_MS - 1)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
     c.advance(1)  # b's session has passed
-    gone = c.heartbeat("b", 2)
+    gone = c.heartbeat("b", 3)
     assert gone.error is ErrorCode.UNKNOWN_MEMBER_ID
-    a = c.heartbeat("a", 1, t(0, 1, 2))
-    assert (a.member_epoch, c.names(a)) == (3, t(0, 1, 2, 3, 4, 5))
+    a = c.heartbeat("a", 2, t(0, 1, 2))
+    assert (a.member_epoch, c.names(a)) == (4, t(0, 1, 2, 3, 4, 5))
 
 
 def test_a_groups_own_session_and_interval_apply_from_each_members_next_heartbeat(c: Coordinator) -> None:
@@ -286,27 +286,27 @@ def test_a_groups_own_session_and_interval_apply_from_each_members_next_heartbea
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
     c.heartbeat("x", 0, group_id="other")
-    a = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
-    assert c.heartbeat("a", 1, t(0, 1, 2)).member_epoch == 2
-    assert c.names(c.heartbeat("b", 2)) == t(3, 4, 5)
-    steady = c.heartbeat("a", 2)  # a renewal, answered from the member's cached answer
+    a = c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
+    assert c.heartbeat("a", 2, t(0, 1, 2)).member_epoch == 3
+    assert c.names(c.heartbeat("b", 3)) == t(3, 4, 5)
+    steady = c.heartbeat("a", 3)  # a renewal, answered from the member's cached answer
     assert (a.heartbeat_interval_ms, steady.heartbeat_interval_ms) == (INTERVAL_MS, INTERVAL_MS)
     c.state.set_group_timeouts("g", 2 * SESSION_MS, 2 * INTERVAL_MS)
-    assert c.heartbeat("a", 2).heartbeat_interval_ms == 2 * INTERVAL_MS
-    assert c.heartbeat("x", 1, group_id="other").heartbeat_interval_ms == INTERVAL_MS
+    assert c.heartbeat("a", 3).heartbeat_interval_ms == 2 * INTERVAL_MS
+    assert c.heartbeat("x", 2, group_id="other").heartbeat_interval_ms == INTERVAL_MS
     c.advance(SESSION_MS)  # b's session started before the change: it ends as it was
-    assert c.heartbeat("b", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat("b", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
     assert (
-        c.heartbeat("x", 1, group_id="other").error is ErrorCode.UNKNOWN_MEMBER_ID
+        c.heartbeat("x", 2, group_id="other").error is ErrorCode.UNKNOWN_MEMBER_ID
     )  # other's session is the server's
-    a = c.heartbeat("a", 2, t(0, 1, 2))  # a's session, from its last heartbeat, has not ended
-    assert (a.error, a.member_epoch, c.names(a)) == (ErrorCode.NONE, 3, t(0, 1, 2, 3, 4, 5))
+    a = c.heartbeat("a", 3, t(0, 1, 2))  # a's session, from its last heartbeat, has not ended
+    assert (a.error, a.member_epoch, c.names(a)) == (ErrorCode.NONE, 4, t(0, 1, 2, 3, 4, 5))
     c.advance(2 * SESSION_MS - 1)
-    assert c.heartbeat("a", 3, t(0, 1, 2, 3, 4, 5)).error is ErrorCode.NONE
+    assert c.heartbeat("a", 4, t(0, 1, 2, 3, 4, 5)).error is ErrorCode.NONE
     c.state.set_group_timeouts("g", SESSION_MS, INTERVAL_MS)  # back to the server's own
-    assert c.heartbeat("a", 3).heartbeat_interval_ms == INTERVAL_MS
+    assert c.heartbeat("a", 4).heartbeat_interval_ms == INTERVAL_MS
     c.advance(SESSION_MS)
-    assert c.heartbeat("a", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat("a", 4).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeats_keep_one_timer_per_member_and_its_session_counts_from_the_last(c: Coordinator) -> None:
@@ -314,37 +314,37 @@ def test_heartbeats_keep_one_timer_per_member_and_its_session_counts_from_the_la
     # 30,000 heartbeats a second and a 45 s session that would be a million timers).
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # told to revoke 3, 4, 5
-    assert c.heartbeat("a", 1, t(0, 1, 2)).member_epoch == 2
-    assert c.names(c.heartbeat("b", 2)) == t(3, 4, 5)
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))  # told to revoke 3, 4, 5
+    assert c.heartbeat("a", 2, t(0, 1, 2)).member_epoch == 3
+    assert c.names(c.heartbeat("b", 3)) == t(3, 4, 5)
     for _ in range(1000):
         c.advance(INTERVAL_MS)
-        assert c.heartbeat("a", 2).error is ErrorCode.NONE
-        assert c.heartbeat("b", 2, t(3, 4, 5)).error is ErrorCode.NONE
+        assert c.heartbeat("a", 3).error is ErrorCode.NONE
+        assert c.heartbeat("b", 3, t(3, 4, 5)).error is ErrorCode.NONE
     assert len(c.state._consumer_groups._timers) <= 2
     c.advance(SESSION_MS - 1)
-    assert c.heartbeat("b", 2).error is ErrorCode.NONE
+    assert c.heartbeat("b", 3).error is ErrorCode.NONE
     c.advance(1)  # a's session has passed, b's has not
-    assert c.heartbeat("a", 2).error is ErrorCode.UNKNOWN_MEMBER_ID
-    assert c.names(c.heartbeat("b", 2)) == t(0, 1, 2, 3, 4, 5)
+    assert c.heartbeat("a", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.names(c.heartbeat("b", 3)) == t(0, 1, 2, 3, 4, 5)
     c.advance(SESSION_MS)
-    assert c.heartbeat("b", 3).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat("b", 4).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(c: Coordinator) -> None:
     c.heartbeat("a", 0)
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # told to revoke 3-5
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))  # told to revoke 3-5
     for _ in range(REBALANCE_MS // INTERVAL_MS - 1):
         c.advance(INTERVAL_MS)
-        still = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))  # keeps heartbeating, never revokes
+        still = c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))  # keeps heartbeating, never revokes
         assert still.error is ErrorCode.NONE
     c.advance(INTERVAL_MS)
-    fenced = c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5))
+    fenced = c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5))
     assert fenced.error is ErrorCode.UNKNOWN_MEMBER_ID
-    b = c.heartbeat("b", 2)
+    b = c.heartbeat("b", 3)
     assert c.names(b) == t(0, 1, 2, 3, 4, 5)
-    assert b.member_epoch == 3
+    assert b.member_epoch == 4
 
 
 def test_a_stalled_member_only_stalls_its_own_partitions(c: Coordinator) -> None:
@@ -352,14 +352,14 @@ def test_a_stalled_member_only_stalls_its_own_partitions(c: Coordinator) -> None
     c.create({"u": 4})
     c.heartbeat("a", 0, subscribed_topic_names=("t", "u"))
     b = c.heartbeat("b", 0, subscribed_topic_names=("t", "u"))
-    a = c.heartbeat("a", 1, {*t(0, 1, 2, 3, 4, 5), ("u", 0), ("u", 1), ("u", 2), ("u", 3)})
+    a = c.heartbeat("a", 2, {*t(0, 1, 2, 3, 4, 5), ("u", 0), ("u", 1), ("u", 2), ("u", 3)})
     a_owned = c.names(a)
     assert a_owned is not None and len(a_owned) == 5  # a was told to revoke half, and stalls
-    b = c.heartbeat("b", 2)
+    b = c.heartbeat("b", 3)
     assert c.names(b) in (None, set())  # b waits for a's partitions only
     # A third member joins: the new target is computed at once.
     newcomer = c.heartbeat("n", 0, subscribed_topic_names=("t", "u"))
-    assert newcomer.error is ErrorCode.NONE and newcomer.member_epoch == 3
+    assert newcomer.error is ErrorCode.NONE and newcomer.member_epoch == 4
     group = c.state._consumer_groups.describe("g")
     for member in group.members:
         # Nobody's current partitions overlap another member's.
@@ -376,16 +376,16 @@ def test_a_stalled_member_only_stalls_its_own_partitions(c: Coordinator) -> None
 
 def test_epochs_are_fenced_as_kafka_fences_them(c: Coordinator) -> None:
     c.heartbeat("a", 0)
-    ahead = c.heartbeat("a", 7, t(0, 1, 2, 3, 4, 5))
+    ahead = c.heartbeat("a", 8, t(0, 1, 2, 3, 4, 5))
     assert ahead.error is ErrorCode.FENCED_MEMBER_EPOCH
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2))  # to epoch 2
+    c.heartbeat("a", 2, t(0, 1, 2))  # to epoch 3
     # The previous epoch with owned partitions within the assignment: a lost answer, accepted.
-    retry = c.heartbeat("a", 1, t(0, 1))
-    assert (retry.error, retry.member_epoch) == (ErrorCode.NONE, 2)
+    retry = c.heartbeat("a", 2, t(0, 1))
+    assert (retry.error, retry.member_epoch) == (ErrorCode.NONE, 3)
     # The previous epoch claiming a partition it no longer has: fenced.
-    assert c.heartbeat("a", 1, t(0, 4)).error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert c.heartbeat("nobody", 3, t()).error is ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat("a", 2, t(0, 4)).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert c.heartbeat("nobody", 4, t()).error is ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_requests_are_validated_as_kafka_validates_them(c: Coordinator) -> None:
@@ -430,17 +430,17 @@ def test_a_regex_subscription_is_evaluated_on_the_coordinator(c: Coordinator) ->
     a = c.heartbeat("a", 0, subscribed_topic_regex="ord.*")
     assert c.names(a) == set()
     c.create({"orders": 2, "other": 1})
-    a = c.heartbeat("a", 1, ())
+    a = c.heartbeat("a", 2, ())
     assert c.names(a) == {("orders", 0), ("orders", 1)}  # a topic created later is assigned
-    assert a.member_epoch == 2
+    assert a.member_epoch == 3
 
 
 def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> None:
     a = c.heartbeat("a1", 0, instance_id="node-a")
     c.heartbeat("b", 0)
-    c.heartbeat("a1", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")
-    c.heartbeat("a1", 1, t(0, 1, 2), instance_id="node-a")
-    assert c.heartbeat("a1", 2).member_id == "a1"  # a plain heartbeat, only renewing its session
+    c.heartbeat("a1", 2, t(0, 1, 2, 3, 4, 5), instance_id="node-a")
+    c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a")
+    assert c.heartbeat("a1", 3).member_id == "a1"  # a plain heartbeat, only renewing its session
     epoch_before = c.state._consumer_groups.describe("g").group_epoch
     left = c.heartbeat("a1", -2, instance_id="node-a")
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
@@ -452,7 +452,7 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
     renewed = c.heartbeat("a2", a.member_epoch)
     assert (renewed.error, renewed.member_id, renewed.member_epoch) == (ErrorCode.NONE, "a2", a.member_epoch)
     # The old incarnation is fenced; another one while this one lives is refused.
-    assert c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a").error is ErrorCode.FENCED_INSTANCE_ID
+    assert c.heartbeat("a1", 3, t(0, 1, 2), instance_id="node-a").error is ErrorCode.FENCED_INSTANCE_ID
     assert c.heartbeat("a3", 0, instance_id="node-a").error is ErrorCode.UNRELEASED_INSTANCE_ID
     del a
 
@@ -460,7 +460,7 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
 def test_a_static_member_that_never_comes_back_is_removed_after_its_session(c: Coordinator) -> None:
     c.heartbeat("a1", 0, instance_id="node-a")
     c.heartbeat("b", 0)
-    c.heartbeat("a1", 1, t(0, 1, 2), instance_id="node-a")
+    c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a")
     c.heartbeat("a1", -2, instance_id="node-a")
     for _ in range(SESSION_MS // INTERVAL_MS):
         c.advance(INTERVAL_MS)
@@ -490,21 +490,21 @@ def test_a_commit_at_an_older_epoch_passes_for_what_the_member_has_had_since(c: 
     # KIP-1251, as Kafka 4.3.1 (test_differential runs the same against a broker).
     c.heartbeat("a", 0, instance_id="node-a")
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")  # told to give up 3-5
-    assert commit(c, "a", 1, 3, 4, 5) is ErrorCode.NONE  # pending revocation: still a's
-    assert c.heartbeat("a", 1, t(0, 1, 2), instance_id="node-a").member_epoch == 2
-    b = c.heartbeat("b", 2)
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5), instance_id="node-a")  # told to give up 3-5
+    assert commit(c, "a", 2, 3, 4, 5) is ErrorCode.NONE  # pending revocation: still a's
+    assert c.heartbeat("a", 2, t(0, 1, 2), instance_id="node-a").member_epoch == 3
+    b = c.heartbeat("b", 3)
     assert c.names(b) == t(3, 4, 5)
-    assert commit(c, "a", 1, 0, 1, 2) is ErrorCode.NONE  # a has had them since epoch 1
-    assert commit(c, "a", 1, 2, 3) is ErrorCode.STALE_MEMBER_EPOCH  # 3 is no longer a's
-    assert commit(c, "b", 1, 3) is ErrorCode.STALE_MEMBER_EPOCH  # b has had 3 since epoch 2
-    assert commit(c, "b", 2, 0) is ErrorCode.NONE  # at its own epoch, anything
-    assert commit(c, "a", 3, 0) is ErrorCode.STALE_MEMBER_EPOCH  # an epoch ahead
-    assert commit(c, "a", 2, 0, version=8) is ErrorCode.UNSUPPORTED_VERSION
+    assert commit(c, "a", 2, 0, 1, 2) is ErrorCode.NONE  # a has had them since epoch 2
+    assert commit(c, "a", 2, 2, 3) is ErrorCode.STALE_MEMBER_EPOCH  # 3 is no longer a's
+    assert commit(c, "b", 2, 3) is ErrorCode.STALE_MEMBER_EPOCH  # b has had 3 since epoch 3
+    assert commit(c, "b", 3, 0) is ErrorCode.NONE  # at its own epoch, anything
+    assert commit(c, "a", 4, 0) is ErrorCode.STALE_MEMBER_EPOCH  # an epoch ahead
+    assert commit(c, "a", 3, 0, version=8) is ErrorCode.UNSUPPORTED_VERSION
     assert c.state._groups["g"].offsets[("t", 3)].offset == 5  # what passed, stored
     # A static member's partitions count as the next incarnation's since epoch 0.
     c.heartbeat("a", -2, instance_id="node-a")
-    assert c.heartbeat("a2", 0, instance_id="node-a").member_epoch == 2
+    assert c.heartbeat("a2", 0, instance_id="node-a").member_epoch == 3
     assert commit(c, "a2", 0, 0, 1, 2) is ErrorCode.NONE
 
 
@@ -519,10 +519,10 @@ def test_an_offset_fetch_from_a_member_carries_its_epoch(c: Coordinator) -> None
         assert isinstance(result, OffsetFetchResult)
         return result.error
 
-    assert fetch("a", 1) is ErrorCode.NONE
-    assert fetch("a", 0) is ErrorCode.STALE_MEMBER_EPOCH
-    assert fetch("a", 2) is ErrorCode.STALE_MEMBER_EPOCH
-    assert fetch("zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch("a", 2) is ErrorCode.NONE
+    assert fetch("a", 1) is ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("a", 3) is ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("zombie", 2) is ErrorCode.UNKNOWN_MEMBER_ID
     assert fetch("", -1) is ErrorCode.UNKNOWN_MEMBER_ID
     assert fetch(None, -1) is ErrorCode.NONE  # an admin
 
@@ -530,9 +530,9 @@ def test_an_offset_fetch_from_a_member_carries_its_epoch(c: Coordinator) -> None
 def test_offsets_are_fenced_by_member_epoch(c: Coordinator) -> None:
     c.heartbeat("a", 0)
 
-    assert commit(c, "a", 1) is ErrorCode.NONE
-    assert commit(c, "a", 0) is ErrorCode.STALE_MEMBER_EPOCH
-    assert commit(c, "zombie", 1) is ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(c, "a", 2) is ErrorCode.NONE
+    assert commit(c, "a", 1) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(c, "zombie", 2) is ErrorCode.UNKNOWN_MEMBER_ID
     assert commit(c, "", -1) is ErrorCode.UNKNOWN_MEMBER_ID  # an admin commit while members are in it
     # DescribeGroups says a group that is not classic is not found (v6; Dead before it, on the
     # wire), as Kafka does, also once it holds offsets; ConsumerGroupDescribe describes it.
@@ -757,7 +757,7 @@ class Reconciliation(RuleBasedStateMachine):
         # every partition in it since that epoch, else it is refused as a whole.
         name = data.draw(st.sampled_from(sorted(n for n, m in self.members.items() if m.joined and m.owned)))
         member = self.members[name]
-        epoch = data.draw(st.integers(1, member.epoch))
+        epoch = data.draw(st.integers(2, member.epoch))
         expected = (
             ErrorCode.NONE
             if all(member.since[p] <= epoch for p in member.owned)
@@ -888,7 +888,7 @@ def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) ->
     store.apply([t for t in c.state.topics()])
     c.heartbeat("a", 0, instance_id="node-a")
     c.heartbeat("b", 0)
-    c.heartbeat("a", 1, t(0, 1, 2, 3, 4, 5), instance_id="node-a")  # a is revoking 3-5
+    c.heartbeat("a", 2, t(0, 1, 2, 3, 4, 5), instance_id="node-a")  # a is revoking 3-5
     before = c.state._consumer_groups.describe("g")
     store.close()
 
@@ -896,18 +896,18 @@ def test_consumer_groups_survive_a_restart_of_the_coordinator(tmp_path: Path) ->
     c = restarted(store)
     assert c.state._consumer_groups.describe("g") == before
     # a finishes revoking against the new process, and b gets what a released.
-    a = c.heartbeat("a", 1, t(0, 1, 2), instance_id="node-a")
-    assert (a.error, a.member_epoch) == (ErrorCode.NONE, 2)
-    b = c.heartbeat("b", 2)
+    a = c.heartbeat("a", 2, t(0, 1, 2), instance_id="node-a")
+    assert (a.error, a.member_epoch) == (ErrorCode.NONE, 3)
+    b = c.heartbeat("b", 3)
     assert c.names(b) == t(3, 4, 5)
     store.close()
 
-    # Each partition's assignment epoch survives too: a has had 0-2 since epoch 1 (it is at 2),
-    # b 3-5 since 2.
+    # Each partition's assignment epoch survives too: a has had 0-2 since epoch 2 (it is at 3),
+    # b 3-5 since 3.
     store = SqliteStore(tmp_path)
     c = restarted(store)
-    assert commit(c, "a", 1, 0, 1, 2) is ErrorCode.NONE
-    assert commit(c, "b", 1, 3) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(c, "a", 2, 0, 1, 2) is ErrorCode.NONE
+    assert commit(c, "b", 2, 3) is ErrorCode.STALE_MEMBER_EPOCH
     store.close()
 
 

@@ -101,12 +101,12 @@ def join_alone(c: Coordinator) -> None:
 
 def test_a_heartbeat_with_nothing_new_is_held_until_the_hold_ends(c: Coordinator) -> None:
     join_alone(c)
-    ref, answered = c.send("a", 1, range(6))
+    ref, answered = c.send("a", 2, range(6))
     assert answered == []  # held: nothing new for a
     assert c.advance(HOLD_MS - 1) == []
     assert c.advance(1) == [ref]
     result = c.answered[ref]
-    assert (result.error, result.member_epoch, c.partitions(ref)) == (ErrorCode.NONE, 1, set(range(6)))
+    assert (result.error, result.member_epoch, c.partitions(ref)) == (ErrorCode.NONE, 2, set(range(6)))
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_a_hold_ends_before_the_interval_passes_and_well_inside_the_session(
     )
     c = Coordinator(config)
     join_alone(c)
-    ref, answered = c.send("a", 1, range(6))
+    ref, answered = c.send("a", 2, range(6))
     assert answered == [] and c.advance(held_ms - 1) == []
     assert c.advance(1) == [ref]
     assert held_ms < interval_ms and held_ms + interval_ms < session_ms
@@ -143,16 +143,16 @@ def test_a_hold_ends_before_the_interval_passes_and_well_inside_the_session(
 
 def test_a_held_member_learns_at_once_that_it_must_give_partitions_up(c: Coordinator) -> None:
     join_alone(c)
-    held, _ = c.send("a", 1, range(6))
+    held, _ = c.send("a", 2, range(6))
     c.advance(100)
     newcomer, answered = c.send("b", 0)
     # b's join moves the target: a's held heartbeat is answered in the same step, with less;
     # b's join, which would bring it nothing yet (3, 4, 5 are a's until it revokes them), waits.
     assert answered == [held]
-    assert c.partitions(held) == {0, 1, 2} and c.answered[held].member_epoch == 1
-    ack, answered = c.send("a", 1, {0, 1, 2})
+    assert c.partitions(held) == {0, 1, 2} and c.answered[held].member_epoch == 2
+    ack, answered = c.send("a", 2, {0, 1, 2})
     assert sorted(answered) == sorted([ack, newcomer])  # b's join answered with what a let go
-    assert c.partitions(newcomer) == {3, 4, 5} and c.answered[newcomer].member_epoch == 2
+    assert c.partitions(newcomer) == {3, 4, 5} and c.answered[newcomer].member_epoch == 3
 
 
 def test_a_waiting_member_gets_released_partitions_the_moment_their_owner_acknowledges(
@@ -160,26 +160,26 @@ def test_a_waiting_member_gets_released_partitions_the_moment_their_owner_acknow
 ) -> None:
     join_alone(c)
     join, _ = c.send("b", 0)
-    revoke, _ = c.send("a", 1, range(6))  # told to revoke 3, 4, 5: answered at once, not held
+    revoke, _ = c.send("a", 2, range(6))  # told to revoke 3, 4, 5: answered at once, not held
     assert c.partitions(revoke) == {0, 1, 2}
-    waiting, answered = c.send("b", 2)
+    waiting, answered = c.send("b", 3)
     # b's held join is answered (nothing yet) as it sends again; this one waits for a.
     assert answered == [join] and c.partitions(join) == set()
-    ack, answered = c.send("a", 1, {0, 1, 2})  # a no longer owns 3, 4, 5
+    ack, answered = c.send("a", 2, {0, 1, 2})  # a no longer owns 3, 4, 5
     assert set(answered) == {ack, waiting}
-    assert c.answered[ack].member_epoch == 2
-    assert c.partitions(waiting) == {3, 4, 5} and c.answered[waiting].member_epoch == 2
+    assert c.answered[ack].member_epoch == 3
+    assert c.partitions(waiting) == {3, 4, 5} and c.answered[waiting].member_epoch == 3
 
 
 def test_leaves_errors_and_members_with_partitions_to_revoke_are_never_held(c: Coordinator) -> None:
     join_alone(c)
     c.send("b", 0)  # held: it would get nothing yet
     # a must revoke: answered at once, and so is its next heartbeat while it still owns them.
-    ref, answered = c.send("a", 1, range(6))
+    ref, answered = c.send("a", 2, range(6))
     assert answered == [ref]
-    ref, answered = c.send("a", 1, range(6))
+    ref, answered = c.send("a", 2, range(6))
     assert answered == [ref]
-    ref, answered = c.send("x", 7, ())  # an error (unknown member)
+    ref, answered = c.send("x", 8, ())  # an error (unknown member)
     assert answered == [ref] and c.answered[ref].error is ErrorCode.UNKNOWN_MEMBER_ID
     ref, answered = c.send("b", -1)  # a leave (its held join is answered first, by the shell)
     assert answered[-1] == ref and c.answered[ref].error is ErrorCode.NONE
@@ -189,9 +189,9 @@ def test_a_held_heartbeat_is_answered_when_its_client_sends_again_and_forgotten_
     c: Coordinator,
 ) -> None:
     join_alone(c)
-    held, _ = c.send("a", 1, range(6))
+    held, _ = c.send("a", 2, range(6))
     assert c.take(c.state.release(held, c.now)) == [held]  # another request on its connection
-    held, _ = c.send("a", 1, range(6))
+    held, _ = c.send("a", 2, range(6))
     assert c.take(c.state.abandon(held, c.now)) == []
     assert c.advance(HOLD_MS) == []  # nothing is answered on a closed connection
 
@@ -199,18 +199,18 @@ def test_a_held_heartbeat_is_answered_when_its_client_sends_again_and_forgotten_
 def test_a_held_member_gets_the_partitions_of_a_member_whose_session_ends_at_once(c: Coordinator) -> None:
     join_alone(c)
     c.send("b", 0)
-    c.send("a", 1, range(6))
-    c.send("a", 1, {0, 1, 2})  # a acknowledges, then falls silent: its session (6 s) runs out
+    c.send("a", 2, range(6))
+    c.send("a", 2, {0, 1, 2})  # a acknowledges, then falls silent: its session (6 s) runs out
     owned: set[int] = set()
     for _ in range(40):
-        ref, _ = c.send("b", 2, owned)
+        ref, _ = c.send("b", 3, owned)
         while ref not in c.answered:
             c.advance(50)
         owned = c.partitions(ref)
         if owned == set(range(6)):
             break
     # Answered when a expired (6 s after its last heartbeat), not at the end of b's hold.
-    assert c.answered[ref].member_epoch == 3 and c.now == 6000
+    assert c.answered[ref].member_epoch == 4 and c.now == 6000
 
 
 def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_at_once(
@@ -222,10 +222,10 @@ def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_a
     join, _ = c.send("b", 0)
     c.take(c.state.release(join, c.now))  # b's client sent something else on the connection
     assert c.partitions(join) == set()
-    c.send("a", 1, range(6))  # told to revoke 3, 4, 5
-    c.send("a", 1, {0, 1, 2})  # revoked
+    c.send("a", 2, range(6))  # told to revoke 3, 4, 5
+    c.send("a", 2, {0, 1, 2})  # revoked
     ref = next(c.refs)
-    request = ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=2, owned=None)
+    request = ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=3, owned=None)
     assert c.take(c.state.handle(ref, request, c.now)) == [ref]
     assert c.partitions(ref) == {3, 4, 5}
 
@@ -233,16 +233,16 @@ def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_a
 def test_a_held_member_gets_the_partitions_of_a_member_that_leaves_at_once(c: Coordinator) -> None:
     join_alone(c)
     c.send("b", 0)
-    c.send("a", 1, range(6))
-    c.send("a", 1, {0, 1, 2})
+    c.send("a", 2, range(6))
+    c.send("a", 2, {0, 1, 2})
     c.advance(100)
-    held, answered = c.send("b", 2, {3, 4, 5})
+    held, answered = c.send("b", 3, {3, 4, 5})
     assert answered == []  # nothing new for b: held
     leave, answered = c.send("a", -1)
     # The leave moves the target (no heartbeat computes it): b's held heartbeat is answered in
     # the same step with everything, not when its hold ends.
     assert sorted(answered) == sorted([leave, held])
-    assert c.partitions(held) == set(range(6)) and c.answered[held].member_epoch == 3
+    assert c.partitions(held) == set(range(6)) and c.answered[held].member_epoch == 4
 
 
 def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(c: Coordinator) -> None:
@@ -251,7 +251,7 @@ def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(
     # brokers tell a member its new epoch at its next heartbeat), or each change would cost the
     # whole group a round trip.
     join_alone(c)
-    held, answered = c.send("a", 1, range(6))
+    held, answered = c.send("a", 2, range(6))
     assert answered == []
     # A member of another topic joins: a new group epoch, and nothing moves for a.
     ref = next(c.refs)
@@ -264,9 +264,9 @@ def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(
         owned=(),
     )
     assert c.take(c.state.handle(ref, other, c.now)) == [ref]
-    assert c.answered[ref].member_epoch == 2
+    assert c.answered[ref].member_epoch == 3
     assert held not in c.answered  # still held
     assert c.advance(HOLD_MS) == [held]  # answered when its hold ends, as it was
-    assert c.answered[held].member_epoch == 1
-    again, answered = c.send("a", 1, range(6))  # its next heartbeat moves it to the new epoch
-    assert answered == [again] and c.answered[again].member_epoch == 2
+    assert c.answered[held].member_epoch == 2
+    again, answered = c.send("a", 2, range(6))  # its next heartbeat moves it to the new epoch
+    assert answered == [again] and c.answered[again].member_epoch == 3

@@ -143,7 +143,7 @@ def c() -> Tasks:
 
 def test_a_first_member_gets_every_declared_resource_named_on_the_wire(c: Tasks) -> None:
     a = c.join("a")
-    assert (a.error, a.member_epoch) == (ErrorCode.NONE, 1)
+    assert (a.error, a.member_epoch) == (ErrorCode.NONE, 2)
     assert a.assignment == ((b"work", (0, 1, 2, 3, 4, 5)),)
     assert c.describe().members[0].assignment == ((b"work", "work", (0, 1, 2, 3, 4, 5)),)
 
@@ -152,12 +152,12 @@ def test_a_newcomer_gets_resources_only_once_their_owner_gave_them_up(c: Tasks) 
     c.join("a")
     b = c.join("b")
     assert c.names(b) == set()  # a still owns everything: b waits
-    a = c.beat("a", 1, work(0, 1, 2, 3, 4, 5))
+    a = c.beat("a", 2, work(0, 1, 2, 3, 4, 5))
     kept = c.names(a)
-    assert kept is not None and len(kept) == 3 and a.member_epoch == 1  # revoke first, same epoch
-    a = c.beat("a", 1, kept)  # revoked
-    assert a.member_epoch == 2
-    b = c.beat("b", 2, set())
+    assert kept is not None and len(kept) == 3 and a.member_epoch == 2  # revoke first, same epoch
+    a = c.beat("a", 2, kept)  # revoked
+    assert a.member_epoch == 3
+    b = c.beat("b", 3, set())
     assert c.names(b) == work(0, 1, 2, 3, 4, 5) - kept
     assert c.describe().state == ConsumerGroupState.STABLE.value
 
@@ -167,16 +167,16 @@ def test_a_groups_own_session_and_interval_apply_to_groups_of_every_protocol_typ
     a = c.join("a")
     assert a.heartbeat_interval_ms == CONFIG.consumer_group_heartbeat_interval_ms
     c.state.set_group_timeouts("g", 3 * CONFIG.consumer_group_session_timeout_ms, 123)
-    assert c.beat("a", 1).heartbeat_interval_ms == 123
+    assert c.beat("a", 2).heartbeat_interval_ms == 123
     c.advance(CONFIG.consumer_group_session_timeout_ms)
-    assert c.beat("a", 1).error is ErrorCode.NONE  # its session is the group's, three times longer
+    assert c.beat("a", 2).error is ErrorCode.NONE  # its session is the group's, three times longer
 
 
 def test_the_group_has_each_declared_group_at_the_largest_size_a_member_gives(c: Tasks) -> None:
     c.join("a", {"work": 2})
     b = c.join("b", {"work": 4, "other": 1})
     group = c.describe()
-    assert group.group_epoch == 2
+    assert group.group_epoch == 3
     targets = {
         m.member_id: {(n, p) for _, n, parts in m.target_assignment for p in parts} for m in group.members
     }
@@ -188,16 +188,16 @@ def test_the_group_has_each_declared_group_at_the_largest_size_a_member_gives(c:
 def test_the_payload_reaches_the_assignor_and_a_new_one_is_a_new_group_epoch(c: Tasks) -> None:
     c.join("a", server_assignor="chosen", metadata=b"chosen")
     c.join("b", server_assignor="chosen", metadata=b"")
-    assert c.describe().group_epoch == 2
-    a = c.beat("a", 1, work(0, 1, 2, 3, 4, 5), metadata=b"")  # a steps back ...
     assert c.describe().group_epoch == 3
-    assert c.names(a) == set()  # ... and must give everything up
-    assert c.beat("a", 1, set()).member_epoch == 3
-    b = c.beat("b", 2, set(), metadata=b"chosen")  # b steps up: a new epoch, and everything
-    assert (b.member_epoch, c.names(b)) == (4, work(0, 1, 2, 3, 4, 5))
-    b = c.beat("b", 4, work(0, 1, 2, 3, 4, 5), metadata=b"chosen")
-    assert (b.member_epoch, b.assignment) == (4, None)  # the same payload again: nothing new
+    a = c.beat("a", 2, work(0, 1, 2, 3, 4, 5), metadata=b"")  # a steps back ...
     assert c.describe().group_epoch == 4
+    assert c.names(a) == set()  # ... and must give everything up
+    assert c.beat("a", 2, set()).member_epoch == 4
+    b = c.beat("b", 3, set(), metadata=b"chosen")  # b steps up: a new epoch, and everything
+    assert (b.member_epoch, c.names(b)) == (5, work(0, 1, 2, 3, 4, 5))
+    b = c.beat("b", 5, work(0, 1, 2, 3, 4, 5), metadata=b"chosen")
+    assert (b.member_epoch, b.assignment) == (5, None)  # the same payload again: nothing new
+    assert c.describe().group_epoch == 5
 
 
 def test_groups_of_other_protocol_types_are_kept_apart(c: Tasks) -> None:
@@ -262,8 +262,8 @@ def test_they_are_listed_with_their_protocol_type_and_their_commits_fenced_by_ep
         ((_, _, error),) = result.errors
         return error
 
-    assert commit(1) is ErrorCode.NONE
-    assert commit(0) is ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(2) is ErrorCode.NONE
+    assert commit(1) is ErrorCode.STALE_MEMBER_EPOCH
 
 
 def test_they_survive_a_restart_of_the_coordinator(tmp_path: Path) -> None:
@@ -291,9 +291,9 @@ def test_they_survive_a_restart_of_the_coordinator(tmp_path: Path) -> None:
     assert restarted.describe() == before
     assert restarted.state._consumer_groups.protocol_type("g") == TYPE
     # The declared sizes and payloads came back: b stepping up is a change, repeating is not.
-    assert restarted.beat("b", 2, set(), metadata=b"").error is ErrorCode.NONE
+    assert restarted.beat("b", 3, set(), metadata=b"").error is ErrorCode.NONE
     assert restarted.describe().group_epoch == before.group_epoch
-    restarted.beat("b", 2, set(), metadata=b"chosen")
+    restarted.beat("b", 3, set(), metadata=b"chosen")
     assert restarted.describe().group_epoch == before.group_epoch + 1
     store.close()
 
@@ -361,10 +361,10 @@ def test_the_coordinator_serves_group_heartbeat_on_the_wire(coordinator: Embedde
         joined = heartbeat(0, [], rebalance_timeout_ms=5000, resources=declared, metadata=b"")
         # The leader plugin's server-side assignor: a payload it cannot read is a member that
         # cannot lead, so nobody leads; the member is in the group all the same.
-        assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 1), joined
+        assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 2), joined
         assert joined.assignment is not None and joined.assignment.resources == []
         assert joined.heartbeat_interval_ms > 0
-        assert heartbeat(7, []).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+        assert heartbeat(8, []).error_code == ErrorCode.FENCED_MEMBER_EPOCH
         assert heartbeat(-1, None).error_code == ErrorCode.NONE
     finally:
         sock.close()
