@@ -62,6 +62,11 @@ ALLOWED: Final = {
     "regular expressions": "a SubscribedTopicRegex that does not compile is refused by both, with "
     "the words of the regex engine after the colon: RE2/J's on Kafka, Python's re here; "
     "transcripts keep what comes before",
+    "regex resolution": "Kafka resolves a new SubscribedTopicRegex in the background (the heartbeat "
+    "that brings it gets the target the group has, a new group's empty one at epoch 1, and the "
+    "matching partitions come with a later heartbeat) and looks for new topics that match at most "
+    "every 10 s; the embedded coordinator resolves it at once, and a new topic at the next "
+    "heartbeat. The differential's members subscribe by name (test_kip848_clients checks both)",
     "tie-breaks": "which of several equally placed members gets a partition follows the order in "
     "which the uniform assignor visits them: Kafka's that of a hash map of their member ids, the "
     "embedded coordinator's that of the ids; KIP-848's members here send ids that are in the same "

@@ -741,6 +741,85 @@ BATCHED_STEPS: list[tuple[Any, ...]] = [
 ]
 
 
+# --- regular expressions, resolved at once ------------------------------------------------------
+
+REGEX_TOPIC, LATER_TOPIC = "regex-a", "regex-b"  # 2 partitions; 1, created during the run
+
+
+def regex_resolution(bootstrap: str, address: str, group: str) -> list[tuple[str, int, int | None, float]]:
+    """One member, subscribed by regex, heartbeating to ``address`` (``group``'s coordinator,
+    its assignment interval 0) every 100 ms: until it has the 2 partitions of regex-a, then,
+    once regex-b has been created, until it has that one too (for up to 15 s). For the join and
+    each answer that brought a new epoch or partitions: what happened last, the answer's epoch,
+    how many partitions it gave, and how long after that event it came."""
+    set_assignment_interval(bootstrap, address, group, 0)
+    member_id = uuid.uuid4().hex[:22]
+    beat = functools.partial(heartbeat, address, group, member_id)
+
+    def given(answer: Any) -> int | None:
+        return (
+            None
+            if answer.assignment is None
+            else sum(len(t.partitions) for t in answer.assignment.topic_partitions)
+        )
+
+    since = time.monotonic()
+    answer = beat(0, rebalance_timeout_ms=30_000, subscribed_topic_regex="regex-.*", topic_partitions=[])
+    steps = [("join", answer.member_epoch, given(answer), time.monotonic() - since)]
+    owned, epoch = differential.owned(answer), answer.member_epoch
+
+    def beat_until(event: str, partitions: int) -> None:
+        nonlocal owned, epoch
+        deadline = time.monotonic() + 15
+        while sum(len(t.partitions) for t in owned) < partitions:
+            assert time.monotonic() < deadline, f"{partitions} partitions never came: {steps}"
+            time.sleep(0.1)
+            answer = beat(epoch, topic_partitions=owned)
+            if answer.member_epoch != epoch or answer.assignment is not None:
+                steps.append((event, answer.member_epoch, given(answer), time.monotonic() - since))
+            owned = differential.owned(answer) if answer.assignment is not None else owned
+            epoch = answer.member_epoch
+
+    beat_until("join", 2)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kip848-probe")
+    try:
+        admin.create_topics([NewTopic(LATER_TOPIC, 1, 1)])
+    finally:
+        admin.close()
+    since = time.monotonic()
+    beat_until(f"{LATER_TOPIC} created", 3)
+    return steps
+
+
+def test_a_regex_is_resolved_at_once_and_a_new_topic_assigned_at_the_next_heartbeat() -> None:
+    """The heartbeat that brings a regex gets what it matches, and a topic created later that
+    matches comes with the next heartbeat (Kafka: below)."""
+    with EmbeddedCoordinator(topics={REGEX_TOPIC: 2}, config=kip848_config()) as coordinator:
+        address = coordinator.bootstrap_servers
+        steps = regex_resolution(address, address, "regex")
+    assert [step[:3] for step in steps] == [("join", 2, 2), (f"{LATER_TOPIC} created", 3, 3)]
+    assert steps[1][3] < 2, steps  # the first heartbeat after it: 100 ms and a round trip
+
+
+def test_kafka_resolves_a_regex_in_the_background_and_looks_for_new_topics_every_10_s(
+    kafka: KafkaCluster,
+) -> None:
+    """Apache Kafka 4.3's broker, with the same heartbeats: the join is answered with the new
+    group's empty target (epoch 1) while the regex is resolved in the background, and the
+    partitions come with a later heartbeat; a topic created later is looked for at most every
+    10 s (GroupMetadataManager's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS). ALLOWED["regex
+    resolution"] in tests/server/differential.py."""
+    kafka.create_topic(REGEX_TOPIC, 2)
+    address = kafka.broker(kafka.coordinator_of("regex")).address
+    steps = regex_resolution(kafka.bootstrap_servers, address, "regex")
+    assert [step[:3] for step in steps] == [
+        ("join", 1, 0),
+        ("join", 2, 2),
+        (f"{LATER_TOPIC} created", 3, 3),
+    ]
+    assert steps[2][3] > 5, steps  # 10 s after the regex was first resolved
+
+
 # --- a member that never revokes -----------------------------------------------------------------
 
 
