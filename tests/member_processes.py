@@ -220,30 +220,41 @@ def owned_exactly_once(members: Iterable[MemberProcess], partitions: int) -> boo
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:
     """Poll ``condition`` until it returns something true, and return that.
 
-    Fails at once if a member process of the running test crashed. On a timeout, raises
-    :class:`KafkaPythonJoinStall` if a kafka-python member of the test is stuck in its join
-    stall, else an AssertionError that names ``what``."""
-    deadline = time.monotonic() + timeout
+    Fails at once if a member process of the running test crashed. Raises
+    :class:`KafkaPythonJoinStall` as soon as a kafka-python member of the test shows its join
+    stall (looked for once a second; its log shows it ``STALL_QUIET_S`` after the SyncGroup
+    answer), rather than at the timeout; on a timeout without one, an AssertionError that
+    names ``what``."""
+    started = time.monotonic()
+    deadline, next_look = started + timeout, started + 1.0
     while True:
         check_no_crash()
         value = condition()
         if value:
             return value
-        if time.monotonic() > deadline:
-            message = f"timed out after {timeout} s waiting for {what}"
-            for member in list(_started):
-                lines = member.join_stall()
-                if lines is not None:
-                    raise KafkaPythonJoinStall(
-                        f"{message}: kafka-python member {member.name} is stuck in kafka-python "
-                        "3.0.12's join stall (a poll() gave up mid-join, the coordinator answered its "
-                        "SyncGroup, and the client never completed the join). Its log:\n"
-                        + "\n".join(line[:240] for line in lines),
-                        member.name,
-                        lines,
-                    )
-            raise AssertionError(f"{message}\n{members_now()}")
+        now = time.monotonic()
+        timed_out = now > deadline
+        if timed_out or now >= next_look:
+            waited = f"timed out after {timeout} s" if timed_out else f"after {now - started:.0f} s"
+            _raise_if_join_stall(f"{waited} waiting for {what}")
+            next_look = now + 1.0
+        if timed_out:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{members_now()}")
         time.sleep(step)
+
+
+def _raise_if_join_stall(message: str) -> None:
+    for member in list(_started):
+        lines = member.join_stall()
+        if lines is not None:
+            raise KafkaPythonJoinStall(
+                f"{message}: kafka-python member {member.name} is stuck in kafka-python "
+                "3.0.12's join stall (a poll() gave up mid-join, the coordinator answered its "
+                "SyncGroup, and the client never completed the join). Its log:\n"
+                + "\n".join(line[:240] for line in lines),
+                member.name,
+                lines,
+            )
 
 
 def members_now(log_lines: int = 25, stack_lines: int = 80) -> str:
