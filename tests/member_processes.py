@@ -233,13 +233,14 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: floa
         if value:
             return value
         now = time.monotonic()
-        timed_out = now > deadline
-        if timed_out or now >= next_look:
+        if now >= next_look or now > deadline:
+            timed_out = now > deadline
             waited = f"timed out after {timeout} s" if timed_out else f"after {now - started:.0f} s"
-            _raise_if_join_stall(f"{waited} waiting for {what}")
+            message = f"{waited} waiting for {what}"
+            _raise_if_join_stall(message)
+            if timed_out:
+                raise AssertionError(f"{message}\n{members_now()}")
             next_look = now + 1.0
-        if timed_out:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{members_now()}")
         time.sleep(step)
 
 

@@ -202,6 +202,13 @@ def heartbeat(address: str, group: str, member_id: str, epoch: int, **fields: An
     return answer
 
 
+def partitions_given(answer: Any) -> int | None:
+    """How many partitions a ConsumerGroupHeartbeat ``answer`` assigned; None if it says nothing."""
+    if answer.assignment is None:
+        return None
+    return sum(len(t.partitions) for t in answer.assignment.topic_partitions)
+
+
 def described(address: str, group: str) -> Any:
     request = ConsumerGroupDescribeRequest(version=0, group_ids=[group], include_authorized_operations=False)
     return _call(address, request, ConsumerGroupDescribeResponse, 0).groups[0]
@@ -684,13 +691,6 @@ def targets_batched(bootstrap: str, address: str, group: str) -> list[tuple[Any,
             topic_partitions=[],
         )
 
-    def given(answer: Any) -> int | None:
-        return (
-            None
-            if answer.assignment is None
-            else sum(len(t.partitions) for t in answer.assignment.topic_partitions)
-        )
-
     steps: list[tuple[Any, ...]] = []
 
     def look(label: str) -> None:
@@ -703,14 +703,14 @@ def targets_batched(bootstrap: str, address: str, group: str) -> list[tuple[Any,
     a_epoch = beat(a_id, first, topic_partitions=differential.owned(joined)).member_epoch
     look("a alone, its target at once")
     b = joining(b_id)
-    steps.append(("b joins within the interval", b.member_epoch - first, given(b)))
+    steps.append(("b joins within the interval", b.member_epoch - first, partitions_given(b)))
     look("b joined: no new target yet")
     a = beat(a_id, a_epoch)
-    steps.append(("a heartbeats within the interval", a.member_epoch - first, given(a)))
+    steps.append(("a heartbeats within the interval", a.member_epoch - first, partitions_given(a)))
     time.sleep(ASSIGNMENT_INTERVAL_MS / 1000 + 0.3)
     look("the interval passed, no heartbeat since")
     a = beat(a_id, a_epoch)
-    steps.append(("a heartbeats after it: gives up half", a.member_epoch - first, given(a)))
+    steps.append(("a heartbeats after it: gives up half", a.member_epoch - first, partitions_given(a)))
     look("the new target")
     return steps
 
@@ -756,16 +756,9 @@ def regex_resolution(bootstrap: str, address: str, group: str) -> list[tuple[str
     member_id = uuid.uuid4().hex[:22]
     beat = functools.partial(heartbeat, address, group, member_id)
 
-    def given(answer: Any) -> int | None:
-        return (
-            None
-            if answer.assignment is None
-            else sum(len(t.partitions) for t in answer.assignment.topic_partitions)
-        )
-
     since = time.monotonic()
     answer = beat(0, rebalance_timeout_ms=30_000, subscribed_topic_regex="regex-.*", topic_partitions=[])
-    steps = [("join", answer.member_epoch, given(answer), time.monotonic() - since)]
+    steps = [("join", answer.member_epoch, partitions_given(answer), time.monotonic() - since)]
     owned, epoch = differential.owned(answer), answer.member_epoch
 
     def beat_until(event: str, partitions: int) -> None:
@@ -776,7 +769,7 @@ def regex_resolution(bootstrap: str, address: str, group: str) -> list[tuple[str
             time.sleep(0.1)
             answer = beat(epoch, topic_partitions=owned)
             if answer.member_epoch != epoch or answer.assignment is not None:
-                steps.append((event, answer.member_epoch, given(answer), time.monotonic() - since))
+                steps.append((event, answer.member_epoch, partitions_given(answer), time.monotonic() - since))
             owned = differential.owned(answer) if answer.assignment is not None else owned
             epoch = answer.member_epoch
 
