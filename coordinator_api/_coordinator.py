@@ -38,7 +38,7 @@ from coordinator_api._membership._session import (
     Reconcile,
 )
 from coordinator_api._plugins._events import MemberEvent
-from coordinator_api._plugins._manager import PluginHooks
+from coordinator_api._plugins._manager import PluginHooks, installed_plugins
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
 log = logging.getLogger("coordinator_api.membership")
@@ -112,7 +112,8 @@ class Coordinator(abc.ABC):
         type only) or ``"incremental"`` (any protocol type; see above).
     :param plugin_manager: a plugin manager (:func:`~coordinator_api.get_plugin_manager`) whose
         ``coordinator_api_on_member_event`` hooks observe this member: joined, assigned,
-        revoked, lost and left, with the generation and how long each step took.
+        revoked, lost and left, with the generation and how long each step took. By default
+        the installed plugins observe it (:func:`~coordinator_api.installed_plugins`).
     :param connection_options: further kafka-python connection settings, passed through:
         ``security_protocol``, ``ssl_cafile``, ``ssl_certfile``, ``ssl_keyfile``,
         ``ssl_context``, ``sasl_mechanism``, ``sasl_plain_username``, ``sasl_plain_password``,
@@ -194,7 +195,7 @@ class Coordinator(abc.ABC):
         self._group_protocol = group_protocol
         self._session: MembershipSession | None = None
         self._closed = False
-        self._hooks = PluginHooks(plugin_manager) if plugin_manager is not None else None
+        self._plugin_manager = plugin_manager
 
     # --- what subclasses implement ---------------------------------------------------------------
 
@@ -449,8 +450,12 @@ class Coordinator(abc.ABC):
             raise CoordinatorClosedError(
                 "this Coordinator is closed; create a new one", group_id=self._group_id, member_id=""
             )
-        observe = self._hooks.on_member_event if self._hooks is not None else None
-        if self._session is None and self._group_protocol != "classic":
+        if self._session is not None:
+            return self._session
+        # The member's observers: its own plugin manager's, else the installed plugins'.
+        observers = self._plugin_manager or installed_plugins().plugin_manager
+        observe = PluginHooks(observers).on_member_event if observers is not None else None
+        if self._group_protocol != "classic":
             s = self._settings
             settings = IncrementalSettings(
                 group_id=s.group_id,

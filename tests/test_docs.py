@@ -312,7 +312,7 @@ PYTHON_BLOCKS_RUN_BY = {
         "tests/test_docs.py::test_operations_guide_kafka_cluster_example_runs",
     ),
     "docs/payloads.md": (5, "tests/test_payload.py::test_the_guide_examples_run"),
-    "docs/plugins.md": (10, "tests/plugins/test_plugin_guide.py (test_every_example_is_checked_here)"),
+    "docs/plugins.md": (11, "tests/plugins/test_plugin_guide.py (test_every_example_is_checked_here)"),
     "docs/quickstart.md": (
         1,
         "tests/test_docs.py::test_quickstart_is_a_working_coordinator_in_under_40_lines",

@@ -213,6 +213,8 @@ class PluginRegistry:
     :ivar server_assignors: server-side assignors (incremental protocol) by protocol type and name.
     :ivar payload_decoders: payload decoders by protocol type.
     :ivar commands: ``coordinator-api`` subcommands.
+    :ivar plugin_manager: the plugin manager it was loaded from (None for a registry built by
+        hand), whose ``coordinator_api_on_member_event`` hooks observe the members using it.
     """
 
     def __init__(self) -> None:
@@ -222,6 +224,7 @@ class PluginRegistry:
         self.payload_decoders = PayloadDecoderRegistry()
         self.commands = CommandRegistry()
         self.failures: tuple[PluginLoadError, ...] = ()
+        self.plugin_manager: pluggy.PluginManager | None = None
 
     @classmethod
     def load(cls, plugin_manager: pluggy.PluginManager | None = None) -> PluginRegistry:
@@ -254,6 +257,7 @@ class PluginRegistry:
                 pm.unregister(broken)
                 continue
             registry.failures = tuple(failures)
+            registry.plugin_manager = pm
             return registry
 
     def registered_by(self, plugin: str) -> list[str]:

@@ -125,9 +125,10 @@ def coordinator_api_register_cli_commands(registry: CommandRegistry) -> None:
 def coordinator_api_on_member_event(event: MemberEvent) -> None:
     """Observe a member's life: it joined, got its assignment, gave it up, lost it, or left.
 
-    Called for every event of every member in this process, possibly on a member's heartbeat
-    thread (``lost``): return quickly and do not block. An observer that raises is logged and
-    skipped; it never breaks the member::
+    Called for every event of every member in this process, unless the member was given a
+    plugin manager of its own (``plugin_manager=``; then that manager's plugins observe it),
+    possibly on a member's heartbeat thread (``lost``): return quickly and do not block. An
+    observer that raises is logged and skipped; it never breaks the member::
 
         @hookimpl
         def coordinator_api_on_member_event(event: MemberEvent) -> None:

@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import final
 
 from coordinator_api._errors import CoordinatorStartError
+from coordinator_api._plugins._manager import PluginRegistry
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._listeners import Listener
 from coordinator_api.server._sasl import SaslSettings
@@ -41,6 +42,9 @@ class EmbeddedCoordinator:
         address and security protocol, instead of the one ``host``, ``port``, ``tls`` and
         ``sasl`` describe; :attr:`bootstrap_servers` is then the first one's, and
         :meth:`bootstrap_servers_of` gives each.
+    :param plugins: where the server-side assignors come from (default: the installed plugins);
+        a registry of one's own (``PluginRegistry.load(plugin_manager)``) tests a plugin's
+        server-side assignor without installing it.
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class EmbeddedCoordinator:
         tls: TlsSettings | None = None,
         sasl: SaslSettings | None = None,
         listeners: Sequence[Listener] | None = None,
+        plugins: PluginRegistry | None = None,
     ) -> None:
         self._server = CoordinatorServer(
             host=host,
@@ -66,6 +71,7 @@ class EmbeddedCoordinator:
             tls=tls,
             sasl=sasl,
             listeners=listeners,
+            plugins=plugins,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

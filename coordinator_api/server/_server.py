@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from coordinator_api._errors import ConfigurationError, CoordinatorStartError
-from coordinator_api._plugins._manager import installed_plugins
+from coordinator_api._plugins._manager import PluginRegistry, installed_plugins
 from coordinator_api._plugins._registry import ServerAssignor
 from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server import _wire
@@ -84,14 +84,16 @@ _NO_CONFIGS = (
 )
 
 
-def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssignor]:
-    """The server-side assignors ``config.consumer_group_assignors`` names, from the plugins.
+def consumer_server_assignors(
+    config: CoordinatorConfig, plugins: PluginRegistry
+) -> dict[str, ServerAssignor]:
+    """The server-side assignors ``config.consumer_group_assignors`` names, from ``plugins``.
 
-    :raises ConfigurationError: a name no installed plugin registers for protocol type
-        ``consumer`` (with the consumer plugin disabled there are none, and consumer groups of
-        the incremental protocol are refused with UNSUPPORTED_ASSIGNOR).
+    :raises ConfigurationError: a name no plugin registers for protocol type ``consumer`` (with
+        the consumer plugin disabled there are none, and consumer groups of the incremental
+        protocol are refused with UNSUPPORTED_ASSIGNOR).
     """
-    available = installed_plugins().server_assignors.of("consumer")
+    available = plugins.server_assignors.of("consumer")
     if not available:
         log.warning(
             "no plugin registers server-side assignors for consumer groups: ConsumerGroupHeartbeat is refused"
@@ -100,16 +102,16 @@ def consumer_server_assignors(config: CoordinatorConfig) -> dict[str, ServerAssi
     unknown = [name for name in config.consumer_group_assignors if name not in available]
     if unknown:
         raise ConfigurationError(
-            f"consumer_group_assignors names {', '.join(unknown)}, but the installed plugins register "
+            f"consumer_group_assignors names {', '.join(unknown)}, but the plugins register "
             f"only {', '.join(available)} for protocol type 'consumer'"
         )
     return {name: available[name] for name in config.consumer_group_assignors}
 
 
-def resource_server_assignors() -> dict[str, dict[str, ServerAssignor]]:
-    """The server-side assignors of every protocol type but ``consumer``, from the plugins: the
+def resource_server_assignors(plugins: PluginRegistry) -> dict[str, dict[str, ServerAssignor]]:
+    """The server-side assignors of every protocol type but ``consumer``, from ``plugins``: the
     groups of those types rebalance incrementally over GroupHeartbeat."""
-    registry = installed_plugins().server_assignors
+    registry = plugins.server_assignors
     return {kind: registry.of(kind) for kind in registry.protocol_types() if kind != "consumer"}
 
 
@@ -134,6 +136,9 @@ class CoordinatorServer:
         ``tls`` and ``sasl`` describe. Clients are told the addresses of the listener they
         connected to, as Kafka's brokers tell them; :attr:`host`, :attr:`port` and
         :attr:`bootstrap_servers` are the first listener's.
+    :param plugins: where the server-side assignors come from (default: the installed plugins,
+        :func:`~coordinator_api.installed_plugins`); a plugin author's test can give a registry
+        of its own (``PluginRegistry.load(plugin_manager)``).
     :raises ConfigurationError: ``listeners`` together with any of those five, listeners that
         clash, or an unauthenticated listener beyond loopback that does not allow anonymous
         clients (:class:`Listener`).
@@ -152,6 +157,7 @@ class CoordinatorServer:
         tls: TlsSettings | None = None,
         sasl: SaslSettings | None = None,
         listeners: Sequence[Listener] | None = None,
+        plugins: PluginRegistry | None = None,
     ) -> None:
         self.config = config or CoordinatorConfig()
         if listeners is None:
@@ -177,11 +183,12 @@ class CoordinatorServer:
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._fresh_start = fresh_start
         self._declared_topics = dict(topics or {})
+        registry = plugins if plugins is not None else installed_plugins()
         self.state = GroupCoordinator(
             self.config,
-            server_assignors=consumer_server_assignors(self.config),
-            classic_payloads=installed_plugins().server_assignors.classic_payloads("consumer"),
-            resource_assignors=resource_server_assignors(),
+            server_assignors=consumer_server_assignors(self.config, registry),
+            classic_payloads=registry.server_assignors.classic_payloads("consumer"),
+            resource_assignors=resource_server_assignors(registry),
             stores_state=self._data_dir is not None,
         )
         # authorizer.class.name: the ACLs in force, or None when every client may do everything.

@@ -28,6 +28,7 @@ from coordinator_api import (
     MemberEvent,
     get_plugin_manager,
     hookimpl,
+    installed_plugins,
 )
 
 FAST = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 300, "rebalance_timeout_ms": 5000}
@@ -302,3 +303,26 @@ def test_member_events_reach_observability_plugins(coordinator: EmbeddedCoordina
     plain.close()
     assert log.events[-1].kind == "left"
     assert log.events[-1].group_id == "observed-leave"
+
+
+def test_installed_plugins_observe_every_member_by_default(coordinator: EmbeddedCoordinator) -> None:
+    log, own = EventLog(), EventLog()
+    installed = installed_plugins().plugin_manager
+    assert installed is not None
+    installed.register(log, name="installed-event-log")
+    try:
+        member = Shards("observed-by-default", coordinator.bootstrap_servers)
+        member.ensure_active_group(30)
+        member.close()
+        assert log.kinds() == ["joined", "assigned", "left"]
+        assert {e.group_id for e in log.events} == {"observed-by-default"}
+        # A member given its own plugin manager is observed by that one instead.
+        pm = get_plugin_manager(load_entrypoints=False)
+        pm.register(own, name="own-event-log")
+        other = Shards("observed-by-its-own", coordinator.bootstrap_servers, plugin_manager=pm)
+        other.ensure_active_group(30)
+        other.close()
+        assert own.kinds() == ["joined", "assigned", "left"]
+        assert {e.group_id for e in log.events} == {"observed-by-default"}
+    finally:
+        installed.unregister(log)

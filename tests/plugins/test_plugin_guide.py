@@ -11,14 +11,23 @@ import io
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from coordinator_consumer import Cluster, Subscription, TopicPartition
+from coordinator_consumer import Cluster, ConsumerGroupMember, Subscription, TopicPartition
 from plugin_sites import ROOT, environment
 
-from coordinator_api import AssignmentSpec, MemberEvent, PluginRegistry, get_plugin_manager
+from coordinator_api import (
+    AssignmentSpec,
+    CoordinatorConfig,
+    EmbeddedCoordinator,
+    MemberEvent,
+    PluginRegistry,
+    get_plugin_manager,
+)
+from coordinator_api._inspect import describe_group
 
 GUIDE = ROOT / "docs" / "plugins.md"
 
@@ -47,7 +56,7 @@ def as_plugin(code: str, tmp_path: Path) -> tuple[ModuleType, PluginRegistry, ob
 
 def test_every_example_is_checked_here() -> None:
     # One check below per example; a new example must come with its own.
-    assert len(blocks()) == 10
+    assert len(blocks()) == 11
 
 
 def test_protocol_examples_register_the_contrib_protocol(roundrobin: ModuleType, tmp_path: Path) -> None:
@@ -80,6 +89,20 @@ def test_the_server_assignor_example_deals_partitions_to_subscribers(tmp_path: P
         "a": [("t", 0), ("t", 2), ("u", 0), ("u", 1)],
         "b": [("t", 1)],
     }
+    # The embedded coordinator runs it for a consumer group without the plugin being installed.
+    config = CoordinatorConfig(consumer_group_assignors=("deal",), consumer_group_heartbeat_interval_ms=200)
+    with EmbeddedCoordinator(topics={"t": 3, "u": 2}, config=config, plugins=registry) as coordinator:
+        member = ConsumerGroupMember(
+            "dealt", coordinator.bootstrap_servers, topics=["t", "u"], group_protocol="consumer"
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while len(member.assignment()) < 5 and time.monotonic() < deadline:
+                member.poll(0.1)
+            assert member.assignment() == {("t", 0), ("t", 1), ("t", 2), ("u", 0), ("u", 1)}
+            assert describe_group(coordinator.bootstrap_servers, "dealt").protocol == "deal"
+        finally:
+            member.close()
 
 
 def test_the_decoder_example_prints_payloads_in_words(roundrobin: ModuleType, tmp_path: Path) -> None:
@@ -105,11 +128,24 @@ def test_the_command_example_runs_the_page_s_command_line(roundrobin: ModuleType
 
 
 def test_the_observer_example_records_rebalance_times(tmp_path: Path) -> None:
-    module, _, manager = as_plugin(block_with("coordinator_api_on_member_event"), tmp_path)
+    module, _, manager = as_plugin(block_with("REBALANCE_SECONDS"), tmp_path)
     for kind, duration in (("joined", 40.0), ("assigned", 250.0), ("assigned", None)):
         event = MemberEvent(kind=kind, group_id="g", member_id="m", generation_id=1, duration_ms=duration)
         manager.hook.coordinator_api_on_member_event(event=event)  # type: ignore[attr-defined]
     assert dict(module.REBALANCE_SECONDS) == {"g": [0.25]}
+
+
+def test_the_observed_member_example_prints_its_members_life(tmp_path: Path) -> None:
+    script = tmp_path / "observed.py"
+    script.write_text(block_with("class Alone"))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == ["joined watched", "assigned watched", "left watched"]
+    assert "prints `joined watched`, `assigned watched` and, as the member leaves, `left watched`" in (
+        " ".join(GUIDE.read_text().split())
+    )
 
 
 def test_the_discovery_example_finds_the_installed_plugin(roundrobin_site: Path, tmp_path: Path) -> None:
