@@ -5,8 +5,8 @@ metadata is a decoded ``ConsumerProtocolSubscription`` (or, for its sticky assig
 ``StickyAssignorUserData``). These functions build those from our ``Subscription`` and
 ``Cluster`` and turn the answer back into our ``Assignment``, so one input can go to ours and to
 kafka-python's, in ``bench/bench_assignors.py`` and in the equivalence tests of
-``tests/consumer/test_range_roundrobin.py`` (which put ``bench/`` on ``sys.path`` through
-``tests/consumer/conftest.py``).
+``tests/consumer/test_range_roundrobin.py`` (pytest puts ``bench/`` on ``sys.path``: the
+``pythonpath`` setting in ``pyproject.toml``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 """The embedded coordinator: a Kafka-protocol server for group coordination on one machine.
 
 It speaks Kafka's wire protocol for ApiVersions, Metadata, FindCoordinator, the classic group
-APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), offsets (OffsetCommit, OffsetFetch,
-OffsetDelete), group and topic administration (ListGroups, DescribeGroups, DeleteGroups,
-CreateTopics) and ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with
+APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the incremental protocol of KIP-848
+(ConsumerGroupHeartbeat, ConsumerGroupDescribe, and this project's GroupHeartbeat for other
+protocol types), offsets (OffsetCommit, OffsetFetch, OffsetDelete), group and topic
+administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics), configs and client
+quotas, SASL and TLS, and ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with
 ``CoordinatorConfig(authorizer=True)``), so any Kafka client can use it for group membership.
-It is a coordinator, not a log: Produce, Fetch and ListOffsets are answered with an error.
+docs/coordinator.md lists every API and version. It is a coordinator, not a log: Produce,
+Fetch and ListOffsets are answered with an error.
 """
 
 from coordinator_api._protocol import ErrorCode
