@@ -67,7 +67,7 @@ def _log_level(text: str) -> str:
     return level
 
 
-def _bounded(low: int, high: int | None = None) -> Any:
+def bounded(low: int, high: int | None = None) -> Any:
     """An argparse type: an integer from ``low`` to ``high``."""
 
     def parse(text: str) -> int:
@@ -94,7 +94,7 @@ def _server_flags() -> argparse.ArgumentParser:
     )
     flags.add_argument(
         "--timeout-ms",
-        type=_bounded(1),
+        type=bounded(1),
         default=2000,
         help="give up on a server that does not answer within this long (default 2000)",
     )
@@ -366,18 +366,6 @@ def _data_check(args: argparse.Namespace) -> int:
     for problem in store.problems:
         print(f"  skipped: {problem}")
     return 1 if store.problems else 0
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from coordinator_api._demo import run_demo
-
-    return run_demo(
-        members=args.members,
-        partitions=args.partitions,
-        only=args.only,
-        spark=not args.no_spark,
-        describe=args.describe,
-    )
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]], *, aligned: bool) -> str:
@@ -1045,7 +1033,7 @@ def _add_groups_commands(commands: Any, anywhere: list[argparse.ArgumentParser])
     )
     to.add_argument(
         "--to-offset",
-        type=_bounded(0, _MAX_INT64),
+        type=bounded(0, _MAX_INT64),
         metavar="N",
         help="to offset N (on a Kafka cluster, moved into the log's range as kafka-consumer-groups does)",
     )
@@ -1157,7 +1145,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=anywhere,
     )
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=_bounded(0, 65535), help="port; 0 picks a free one (default 9092)")
+    serve.add_argument("--port", type=bounded(0, 65535), help="port; 0 picks a free one (default 9092)")
     serve.add_argument(
         "--listeners",
         metavar="LIST",
@@ -1262,54 +1250,11 @@ def build_parser() -> argparse.ArgumentParser:
         shown = "unlimited" if default is None else default
         serve.add_argument(
             "--" + name.replace("_", "-"),
-            type=_bounded(0),
+            type=bounded(0),
             default=None,
             help=f"{help_text}; default {shown}",
         )
     serve.set_defaults(func=_serve, default_log_level="INFO")
-
-    demo = commands.add_parser(
-        "demo",
-        help="start a coordinator and member processes of every built-in plugin, put them through "
-        "failures, narrate and check",
-        description="Start an embedded coordinator (127.0.0.1 only) and real member processes of each "
-        "built-in plugin, in parts: a custom Coordinator (coordinator), a leader election (leader), a "
-        "consumer group (consumer), a streams group (streams), a Spark job (spark, skipped without "
-        "pyspark). Narrate each step as it happens, check each plugin's promises, end with the timings "
-        "measured. Exit 0 if every part passed, 1 if one failed, 130 on Ctrl-C.",
-        parents=anywhere,
-    )
-    demo.add_argument(
-        "--members",
-        type=_bounded(3, 50),
-        default=3,
-        help="member processes of the custom Coordinator's group, 3 to 50 (default 3)",
-    )
-    demo.add_argument(
-        "--partitions",
-        type=_bounded(1, 10_000),
-        default=12,
-        help="partitions the custom Coordinator's members share (default 12)",
-    )
-
-    def demo_parts(text: str) -> tuple[str, ...]:
-        from coordinator_api._demo import parse_parts
-
-        return parse_parts(text)
-
-    demo.add_argument(
-        "--only",
-        type=demo_parts,
-        metavar="PART[,PART...]",
-        help="run only these parts: coordinator, leader, consumer, streams, spark (default all)",
-    )
-    demo.add_argument("--no-spark", action="store_true", help="skip the Spark part")
-    demo.add_argument(
-        "--describe",
-        action="store_true",
-        help="also print the `coordinator-api groups` commands that inspect the demo's groups while it runs",
-    )
-    demo.set_defaults(func=_demo)
 
     _add_groups_commands(commands, anywhere)
 
@@ -1338,9 +1283,9 @@ def build_parser() -> argparse.ArgumentParser:
     describe.set_defaults(func=_topics)
     create = topic_commands.add_parser("create", help="declare a topic", parents=[*anywhere, server])
     create.add_argument("topic", help="the topic")
-    create.add_argument("--partitions", type=_bounded(1), default=1, help="partitions (default 1)")
+    create.add_argument("--partitions", type=bounded(1), default=1, help="partitions (default 1)")
     create.add_argument(
-        "--replication-factor", type=_bounded(1), default=1, help="replicas of each partition (default 1)"
+        "--replication-factor", type=bounded(1), default=1, help="replicas of each partition (default 1)"
     )
     create.set_defaults(func=_topics)
 
@@ -1396,7 +1341,7 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("--users-file", required=True, help="the users file")
     remove.set_defaults(func=_users_remove)
     _add_acls_commands(commands, anywhere)
-    add_plugin_commands(commands)
+    add_plugin_commands(commands, parents=anywhere)
     return parser
 
 

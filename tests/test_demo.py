@@ -21,9 +21,8 @@ import time
 from dataclasses import dataclass, field
 
 import psutil
-
-from coordinator_api._demo import _summary
-from coordinator_api._demo_fleet import Narrator, Timing
+from coordinator_demo._demo import _summary
+from coordinator_demo._fleet import Narrator, Timing
 
 CLI = [sys.executable, "-m", "coordinator_api"]
 HAS_SPARK = importlib.util.find_spec("pyspark") is not None

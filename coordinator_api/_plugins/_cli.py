@@ -121,8 +121,12 @@ def plugins_report() -> tuple[str, bool]:
     return report, bool(registry.failures)
 
 
-def add_plugin_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the plugins' subcommands to ``coordinator-api``.
+def add_plugin_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: Sequence[argparse.ArgumentParser] = (),
+) -> None:
+    """Add the plugins' subcommands to ``coordinator-api``, each with the flags of ``parents``
+    (the global ones, such as ``--log-level``, which every command takes after its name too).
 
     A plugin that cannot be loaded must not take the built-in commands down with it (least of
     all ``coordinator-api plugins``, which reports the problem), nor the other plugins'
@@ -147,7 +151,10 @@ def add_plugin_commands(subparsers: argparse._SubParsersAction[argparse.Argument
             print(f"coordinator-api: warning: {clash}", file=sys.stderr)
             continue
         parser = subparsers.add_parser(
-            command.name, help=f"{command.help} [plugin {registration.plugin}]", description=command.help
+            command.name,
+            help=f"{command.help} [plugin {registration.plugin}]",
+            description=command.help,
+            parents=list(parents),
         )
         parser.set_defaults(func=command.run)
         if command.configure is not None:

@@ -24,7 +24,7 @@ from coordinator_api.server import MembershipEvent, MembershipRecorder
 if TYPE_CHECKING:
     from rich.status import Status
 
-MEMBER_MODULE = "coordinator_api._demo_members"
+MEMBER_MODULE = "coordinator_demo._members"
 
 #: How long a report is held before it is handled, to handle reports in the order they happened.
 REORDER_S = 0.1

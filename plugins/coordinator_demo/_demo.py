@@ -32,8 +32,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from coordinator_api._demo_fleet import Context, DemoError, Fleet, Narrator, Timing
-from coordinator_api._demo_parts import (
+from coordinator_api._signals import exit_on_sigterm
+from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, MembershipRecorder
+from coordinator_demo._fleet import Context, DemoError, Fleet, Narrator, Timing
+from coordinator_demo._parts import (
     CONSUMER_GROUP,
     CONSUMER_PARTITIONS,
     CONSUMER_TOPIC,
@@ -45,8 +47,6 @@ from coordinator_api._demo_parts import (
     run_leader,
     run_streams,
 )
-from coordinator_api._signals import exit_on_sigterm
-from coordinator_api.server import CoordinatorConfig, EmbeddedCoordinator, MembershipRecorder
 
 PARTS = ("coordinator", "leader", "consumer", "streams", "spark")
 
@@ -154,7 +154,7 @@ def run_demo(
 
 def _run_part(ctx: Context, name: str, members: int, partitions: int, spark: bool) -> bool | None:
     """Run one part; a :class:`DemoError` fails the part, not the demo."""
-    from coordinator_api._demo_spark import run_spark
+    from coordinator_demo._spark import run_spark
 
     runners: dict[str, Callable[[], bool | None]] = {
         "coordinator": lambda: run_coordinator(ctx, members, partitions),

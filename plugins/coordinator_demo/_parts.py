@@ -1,7 +1,7 @@
 """The parts of ``coordinator-api demo`` that run member processes: a custom Coordinator, a
-leader election, a consumer group and a streams group (the Spark part is in _demo_spark.py).
+leader election, a consumer group and a streams group (the Spark part is in _spark.py).
 
-Each part starts its members (coordinator_api/_demo_members.py), narrates what they report as
+Each part starts its members (coordinator_demo/_members.py), narrates what they report as
 it happens, puts the group through a change or two, waits until the group has settled after
 each, prints the time it took, and checks the plugin's promise from the members' own reports.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator_api._demo_fleet import Context, CoordinatorEvent, DemoError, Member, seconds
+from coordinator_demo._fleet import Context, CoordinatorEvent, DemoError, Member, seconds
 
 # --- 1. a custom Coordinator --------------------------------------------------------------------
 

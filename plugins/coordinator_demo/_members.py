@@ -1,7 +1,7 @@
 """The member processes of ``coordinator-api demo``, one per group member, each in its own
 interpreter::
 
-    python -m coordinator_api._demo_members KIND BOOTSTRAP NAME OPTIONS_JSON
+    python -m coordinator_demo._members KIND BOOTSTRAP NAME OPTIONS_JSON
 
 ``KIND`` is ``partitions`` (a custom :class:`~coordinator_api.Coordinator`), ``leader`` (a
 ``coordinator_leader.LeaderElection`` candidate), ``consumer`` (a
@@ -29,11 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator_api._coordinator import Coordinator
-from coordinator_api._errors import CoordinatorApiError
-from coordinator_api._payload import decode, encode, payload
+from coordinator_api import Coordinator, CoordinatorApiError, JoinedMember, decode, encode, payload
 from coordinator_api._signals import stop_event
-from coordinator_api._types import JoinedMember
 
 _PR_SET_PDEATHSIG = 1
 

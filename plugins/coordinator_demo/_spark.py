@@ -24,7 +24,7 @@ from typing import Any
 
 from coordinator_spark import Progress, WorkUnit
 
-from coordinator_api._demo_fleet import Context, seconds
+from coordinator_demo._fleet import Context, seconds
 
 # Skewed costs: a few heavy units and many light ones (weights in tenths of a second).
 WEIGHTS = (8, 6, 5, 4, 4, 3, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)
