@@ -222,7 +222,8 @@ def test_a_commit_with_a_passed_generation_is_refused_by_the_coordinator(fast_co
 
 def test_groups_command_describes_a_spark_executor_group(fast_config) -> None:
     with EmbeddedCoordinator(topics={TOPIC: len(UNITS)}, config=fast_config) as coordinator:
-        a = member(coordinator, "7")
+        # It does not poll while the CLI runs: it must not leave for that (max.poll.interval).
+        a = member(coordinator, "7", max_poll_interval_ms=120_000)
         try:
             a.ensure_active_group(30)
             result = subprocess.run(
