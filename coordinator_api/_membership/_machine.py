@@ -373,7 +373,10 @@ class MemberMachine:
             return None
         s = self.settings
         deadline = self.session_anchor + s.session_timeout_ms
-        if self.rebalance_seen and self.stable_anchor is not None:
+        # A rebalance may start right after the last request the group answered as stable, and
+        # remove this member a rebalance timeout later if it has not rejoined by then, whether or
+        # not the member heard of the rebalance (it may have been paused since).
+        if self.stable_anchor is not None:
             deadline = min(deadline, self.stable_anchor + s.rebalance_timeout_ms)
         return deadline - s.lease_margin_ms
 
