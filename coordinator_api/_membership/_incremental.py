@@ -211,6 +211,10 @@ class IncrementalMachine:
     awaiting: Reconcile | None = None  # the assignment the application is applying
     revocation_asked_at: int | None = None  # send time of the heartbeat that asked to revoke
     session_anchor: int | None = None  # send time of the last acknowledged heartbeat
+    # Send time of the first heartbeat sent since the last answer read: the coordinator may have
+    # answered it with a revocation this member has not read (it may be paused), starting the
+    # rebalance timeout after which it hands the partitions on, no earlier than that send.
+    unanswered_since: int | None = None
     last_poll: int = 0
     next_heartbeat: int | None = None
     retry_at: int | None = None
@@ -279,6 +283,8 @@ class IncrementalMachine:
         deadline = self.session_anchor + s.session_timeout_ms
         if self.awaiting is not None and self.awaiting.revoked and self.revocation_asked_at is not None:
             deadline = min(deadline, self.revocation_asked_at + s.rebalance_timeout_ms)
+        if self.unanswered_since is not None:
+            deadline = min(deadline, self.unanswered_since + s.rebalance_timeout_ms)
         return deadline - s.lease_margin_ms
 
     def next_deadline(self) -> int | None:
@@ -355,6 +361,7 @@ class IncrementalMachine:
             self._sent_incarnation != self.incarnation
         ):
             return  # answers a heartbeat of a membership that has ended since
+        self.unanswered_since = None
         error = event.error
         if error == ErrorCode.NONE:
             self.session_anchor = max(self.session_anchor or event.sent_at, event.sent_at)
@@ -448,6 +455,7 @@ class IncrementalMachine:
             self._actions.append(SendGroupHeartbeat(self.member_id, epoch, frozenset()))
         self.owned, self.target, self.awaiting = frozenset(), None, None
         self.member_epoch, self.session_anchor, self.next_heartbeat = JOIN_EPOCH, None, None
+        self.unanswered_since = None
         self.incarnation += 1
         if self.state is not IncrementalState.FENCED:
             self.state = IncrementalState.UNJOINED
@@ -471,7 +479,7 @@ class IncrementalMachine:
         """Join again with epoch 0; ``release``: the coordinator may still hold this member."""
         self.must_release = release and self._static() and (self.member_epoch > 0 or self.must_release)
         self.incarnation += 1
-        self.member_epoch, self.session_anchor = JOIN_EPOCH, None
+        self.member_epoch, self.session_anchor, self.unanswered_since = JOIN_EPOCH, None, None
         self.state, self.want_join = IncrementalState.JOINING, True
         self.next_heartbeat = None
 
@@ -546,10 +554,27 @@ class IncrementalMachine:
             self._sent_epoch = self.member_epoch
             self._released_held = False
             self._heartbeats_sent += 1
+            if self.unanswered_since is None:
+                self.unanswered_since = now
             self._actions.append(SendGroupHeartbeat(self.member_id, self.member_epoch, self._sent_owned))
-        elif self._heartbeat_waits_behind_one_in_flight() and not self._released_held:
+        elif (
+            self._heartbeat_waits_behind_one_in_flight() or self._held_answer_nears_the_lease(now)
+        ) and not self._released_held:
             self._released_held = True
             self._actions.append(ReleaseHeldHeartbeat(self._heartbeats_sent))
+
+    def _held_answer_nears_the_lease(self, now: int) -> bool:
+        """Whether the heartbeat in flight has gone unanswered for half of what the rebalance
+        timeout leaves the lease: a coordinator holding it (nothing new to say) must answer it
+        now, or the lease would end for want of an answer (it matters only with a rebalance
+        timeout shorter than the hold)."""
+        if self.unanswered_since is None or RequestKind.HEARTBEAT not in self.in_flight:
+            return False
+        s = self.settings
+        return (
+            self._sent_incarnation == self.incarnation
+            and now >= self.unanswered_since + max(0, s.rebalance_timeout_ms - s.lease_margin_ms) // 2
+        )
 
     def _heartbeat_waits_behind_one_in_flight(self) -> bool:
         """Whether a heartbeat that must go now (it carries a new subscription) waits for the

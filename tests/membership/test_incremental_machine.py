@@ -124,6 +124,7 @@ class Network:
         self.ids: set[str] = set()
         self.reachable = True
         self.cut_off: set[str] = set()  # members whose requests do not reach the coordinator
+        self.paused: set[str] = set()  # processes stopped (SIGSTOP): their answers wait, they do nothing
         self.topic_id = {t.name: t.topic_id for t in self.server.topics()}["t"]
 
     def add(self, name: str, instance_id: str | None = None, **overrides: int) -> Member:
@@ -240,10 +241,12 @@ class Network:
             due = sorted((m for m in self.in_transit if m[0] <= self.now), key=lambda m: m[0])
             self.in_transit = [m for m in self.in_transit if m[0] > self.now]
             by_member = {id(member): name for name, member in self.members.items()}
-            for _, member, event in due:
-                if id(member) in by_member:
+            for at, member, event in due:
+                if by_member.get(id(member)) in self.paused:
+                    self.in_transit.append((at, member, event))  # read once it resumes
+                elif id(member) in by_member:
                     self.feed(by_member[id(member)], event)
-            for name in list(self.members):
+            for name in [n for n in self.members if n not in self.paused]:
                 if apply and self.members[name].pending:
                     self.apply(name)
                 self.feed(name, Tick())
@@ -252,6 +255,8 @@ class Network:
     def check_no_partition_started_twice(self) -> None:
         seen: dict[tuple[bytes, int], str] = {}
         for name, member in self.members.items():
+            if name in self.paused:
+                continue  # checked by its lease: it may not act on them once it resumes
             for partition in member.started:
                 assert partition not in seen, f"{partition} started by {seen[partition]} and {name}"
                 seen[partition] = name
@@ -521,6 +526,38 @@ def test_an_unreachable_coordinator_ends_the_lease_before_the_session_can() -> N
     net.reachable = True
     net.run(SESSION_MS + 3 * INTERVAL_MS)
     assert net.every_partition_started_once()
+
+
+def test_a_member_paused_before_reading_a_revocation_gives_its_partitions_up_before_they_move() -> None:
+    # The rebalance timeout (2 s) is shorter than the session (6 s). d joins; c sends its next
+    # heartbeat and is paused (SIGSTOP) before it reads the answer, which asks it to revoke and
+    # starts the coordinator's rebalance timeout: 2 s later c is fenced and its partitions move,
+    # while a lease counted from c's last acknowledged heartbeat would run for about 5.5 s.
+    net = Network()
+    for name in "abc":
+        net.add(name, rebalance_timeout_ms=2000)
+    net.run(3000)
+    assert net.every_partition_started_once()
+    c = net.members["c"]
+    net.add("d", rebalance_timeout_ms=2000)
+    net.run(20)  # d has joined: a new target, in which c gives partitions up
+    sent = len(c.sent)
+    while len(c.sent) == sent:
+        net.run(10)
+    assert c.machine.awaiting is None  # it has not read the answer yet
+    net.paused.add("c")
+    lease = c.machine.lease_deadline()
+    held = set(c.started)
+    start = net.now
+    while not any(p in net.members[n].started for n in "abd" for p in held) and net.now < start + 10_000:
+        net.run(10)
+    assert net.now < start + 10_000, "c's partitions never moved"
+    assert lease is not None and lease <= net.now, (
+        f"c's lease ends at {lease}; its partitions moved at {net.now}"
+    )
+    net.paused.clear()
+    net.run(10)
+    assert not c.started and c.lost  # the first thing it does on waking is to give them up
 
 
 def test_an_application_that_never_finishes_revoking_loses_before_the_coordinator_fences_it() -> None:
