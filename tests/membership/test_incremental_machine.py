@@ -560,6 +560,18 @@ def test_a_member_paused_before_reading_a_revocation_gives_its_partitions_up_bef
     assert not c.started and c.lost  # the first thing it does on waking is to give them up
 
 
+def test_a_held_heartbeat_is_released_before_its_rebalance_timeout_could_end_the_lease() -> None:
+    # A rebalance timeout (600 ms) barely above the lease margin (500 ms): a heartbeat held for
+    # its usual 400 ms would end the lease, so the member asks for the answer after 50 ms.
+    net = Network(hold_ms=10_000)
+    for name in "ab":
+        net.add(name, rebalance_timeout_ms=600)
+    net.run(5000)
+    assert net.every_partition_started_once()
+    assert all(not m.lost and not m.failures for m in net.members.values())
+    assert all(len(m.releases) > 5 for m in net.members.values())
+
+
 def test_an_application_that_never_finishes_revoking_loses_before_the_coordinator_fences_it() -> None:
     net = Network()
     a = net.add("a")
