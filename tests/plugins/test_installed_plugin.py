@@ -130,10 +130,13 @@ def test_two_plugins_registering_one_protocol_type_fail_naming_both(
     assert result.returncode == 2
     assert "protocol type 'roundrobin-shards' is registered by plugin" in result.stderr
     assert "'roundrobin'" in result.stderr and "'copycat'" in result.stderr
-    # The built-in commands still work; the plugins' commands are left out with a warning.
-    result = cli(env, "demo", "--help")
+    # The built-in commands still work; the plugins' commands (the demo among them) are left out
+    # with a warning.
+    result = cli(env, "serve", "--help")
     assert result.returncode == 0
     assert "warning: plugin commands are unavailable" in result.stderr
+    result = cli(env, "demo", "--help")
+    assert result.returncode == 2 and "invalid choice: 'demo'" in result.stderr
     # Disabling one of the two settles it.
     result = cli({**env, "COORDINATOR_API_DISABLE_PLUGINS": "copycat"}, "plugins")
     assert result.returncode == 0, result.stderr
