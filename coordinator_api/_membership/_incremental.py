@@ -209,7 +209,11 @@ class IncrementalMachine:
     finding: bool = False
     in_flight: set[RequestKind] = field(default_factory=set)
     awaiting: Reconcile | None = None  # the assignment the application is applying
-    revocation_asked_at: int | None = None  # send time of the heartbeat that asked to revoke
+    # Send time of the heartbeat whose answer asked to revoke, until the coordinator has read a
+    # heartbeat that no longer lists the revoked partitions: until then it fences the member (and
+    # takes everything it owns) a rebalance timeout after asking.
+    revocation_asked_at: int | None = None
+    revoked_unacknowledged: Assignment = frozenset()  # revoked, not yet listed as gone
     session_anchor: int | None = None  # send time of the last acknowledged heartbeat
     # Send time of the first heartbeat sent since the last answer read: the coordinator may have
     # answered it with a revocation this member has not read (it may be paused), starting the
@@ -281,7 +285,7 @@ class IncrementalMachine:
             return None
         s = self.settings
         deadline = self.session_anchor + s.session_timeout_ms
-        if self.awaiting is not None and self.awaiting.revoked and self.revocation_asked_at is not None:
+        if self.revocation_asked_at is not None:
             deadline = min(deadline, self.revocation_asked_at + s.rebalance_timeout_ms)
         if self.unanswered_since is not None:
             deadline = min(deadline, self.unanswered_since + s.rebalance_timeout_ms)
@@ -378,6 +382,9 @@ class IncrementalMachine:
                 # partitions are released by their owners; one that does not answers at once.
                 self.next_heartbeat = now
             self._acknowledged_owned = self._sent_owned
+            if self.awaiting is None and not self._sent_owned & self.revoked_unacknowledged:
+                # The coordinator has read that the revoked partitions are gone: no fencing looms.
+                self.revocation_asked_at, self.revoked_unacknowledged = None, frozenset()
             if event.assignment is not None:
                 self.target = event.assignment
             self._settle(event.sent_at)
@@ -416,7 +423,7 @@ class IncrementalMachine:
         if event.action is not self.awaiting:
             return  # the membership it belongs to has ended
         self.awaiting = None
-        self.revocation_asked_at = None
+        self.revoked_unacknowledged |= event.action.revoked
         if not event.ok:
             # The application could not apply it: start over, owning nothing.
             self._lose("the application failed to apply its assignment")
@@ -434,7 +441,7 @@ class IncrementalMachine:
         if revoked or assigned:
             self.awaiting = Reconcile(self.member_epoch, self.member_id, target, revoked, assigned)
             if revoked:
-                self.revocation_asked_at = asked_at
+                self.revocation_asked_at = min(asked_at, self.revocation_asked_at or asked_at)
             self.state = IncrementalState.RECONCILING
             self._actions.append(self.awaiting)
         elif self._acknowledged_owned == self.owned:
@@ -455,7 +462,8 @@ class IncrementalMachine:
             self._actions.append(SendGroupHeartbeat(self.member_id, epoch, frozenset()))
         self.owned, self.target, self.awaiting = frozenset(), None, None
         self.member_epoch, self.session_anchor, self.next_heartbeat = JOIN_EPOCH, None, None
-        self.unanswered_since = None
+        self.unanswered_since = self.revocation_asked_at = None
+        self.revoked_unacknowledged = frozenset()
         self.incarnation += 1
         if self.state is not IncrementalState.FENCED:
             self.state = IncrementalState.UNJOINED
@@ -474,12 +482,14 @@ class IncrementalMachine:
         if self.owned or self.awaiting is not None:
             self._actions.append(Lost(self.member_epoch, self.member_id, reason))
         self.owned, self.target, self.awaiting, self.revocation_asked_at = frozenset(), None, None, None
+        self.revoked_unacknowledged = frozenset()
 
     def _rejoin_from_nothing(self, *, release: bool) -> None:
         """Join again with epoch 0; ``release``: the coordinator may still hold this member."""
         self.must_release = release and self._static() and (self.member_epoch > 0 or self.must_release)
         self.incarnation += 1
         self.member_epoch, self.session_anchor, self.unanswered_since = JOIN_EPOCH, None, None
+        self.revocation_asked_at, self.revoked_unacknowledged = None, frozenset()
         self.state, self.want_join = IncrementalState.JOINING, True
         self.next_heartbeat = None
 
