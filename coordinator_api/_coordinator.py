@@ -453,7 +453,9 @@ class Coordinator(abc.ABC):
         if self._session is not None:
             return self._session
         # The member's observers: its own plugin manager's, else the installed plugins'.
-        observers = self._plugin_manager or installed_plugins().plugin_manager
+        observers = self._plugin_manager
+        if observers is None:
+            observers = installed_plugins().plugin_manager
         observe = PluginHooks(observers).on_member_event if observers is not None else None
         if self._group_protocol != "classic":
             s = self._settings

@@ -383,8 +383,7 @@ class IncrementalMachine:
                 self.next_heartbeat = now
             self._acknowledged_owned = self._sent_owned
             if self.awaiting is None and not self._sent_owned & self.revoked_unacknowledged:
-                # The coordinator has read that the revoked partitions are gone: no fencing looms.
-                self.revocation_asked_at, self.revoked_unacknowledged = None, frozenset()
+                self._forget_revocation()  # the coordinator has read that they are gone
             if event.assignment is not None:
                 self.target = event.assignment
             self._settle(event.sent_at)
@@ -462,8 +461,8 @@ class IncrementalMachine:
             self._actions.append(SendGroupHeartbeat(self.member_id, epoch, frozenset()))
         self.owned, self.target, self.awaiting = frozenset(), None, None
         self.member_epoch, self.session_anchor, self.next_heartbeat = JOIN_EPOCH, None, None
-        self.unanswered_since = self.revocation_asked_at = None
-        self.revoked_unacknowledged = frozenset()
+        self.unanswered_since = None
+        self._forget_revocation()
         self.incarnation += 1
         if self.state is not IncrementalState.FENCED:
             self.state = IncrementalState.UNJOINED
@@ -481,15 +480,20 @@ class IncrementalMachine:
     def _lose(self, reason: str) -> None:
         if self.owned or self.awaiting is not None:
             self._actions.append(Lost(self.member_epoch, self.member_id, reason))
-        self.owned, self.target, self.awaiting, self.revocation_asked_at = frozenset(), None, None, None
-        self.revoked_unacknowledged = frozenset()
+        self.owned, self.target, self.awaiting = frozenset(), None, None
+        self._forget_revocation()
+
+    def _forget_revocation(self) -> None:
+        """No revocation can get this member fenced any more: the coordinator has read that the
+        partitions are gone, or the membership has ended."""
+        self.revocation_asked_at, self.revoked_unacknowledged = None, frozenset()
 
     def _rejoin_from_nothing(self, *, release: bool) -> None:
         """Join again with epoch 0; ``release``: the coordinator may still hold this member."""
         self.must_release = release and self._static() and (self.member_epoch > 0 or self.must_release)
         self.incarnation += 1
         self.member_epoch, self.session_anchor, self.unanswered_since = JOIN_EPOCH, None, None
-        self.revocation_asked_at, self.revoked_unacknowledged = None, frozenset()
+        self._forget_revocation()
         self.state, self.want_join = IncrementalState.JOINING, True
         self.next_heartbeat = None
 
