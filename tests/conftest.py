@@ -4,6 +4,7 @@ cluster on 127.0.0.1."""
 from __future__ import annotations
 
 import compileall
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,10 @@ from coordinator_api.testing import KafkaCluster
 # Reruns only for kafka-python 3.0.12's join stall, in tests marked kafka_python; pytester
 # runs that rule on a test file of its own (tests/test_kafka_python_reruns.py).
 pytest_plugins = ("kafka_python_reruns", "pytester")
+
+# Spark JVMs started by the suite, in its processes and in those they start, run with the options
+# of tests/spark_conf/spark-defaults.conf.
+os.environ["SPARK_CONF_DIR"] = str(Path(__file__).resolve().parent / "spark_conf")
 
 # Short sessions keep failure tests quick; the bounds still reject nonsense.
 FAST_CONFIG = CoordinatorConfig(

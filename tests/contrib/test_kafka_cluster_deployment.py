@@ -21,6 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOYMENT = ROOT / "contrib" / "kafka-cluster"
 BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9102,127.0.0.1:9112"  # what the README gives clients
 
+# The nodes run as run.sh starts them, with the JVM's own way of adding options: C1 only and one GC
+# thread, as the suite's other brokers run (KafkaCluster), for a quick start on a shared machine.
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+
 # Three more JVMs: not beside the session's Kafka cluster starting on another worker.
 pytestmark = [pytest.mark.xdist_group("kafka"), pytest.mark.timeout(300)]
 
@@ -28,7 +32,7 @@ pytestmark = [pytest.mark.xdist_group("kafka"), pytest.mark.timeout(300)]
 def run(command: str, data: Path) -> str:
     result = subprocess.run(
         [str(DEPLOYMENT / "run.sh"), command],
-        env={**os.environ, "DATA_DIR": str(data), "KAFKA_HEAP_MB": "384"},
+        env={**os.environ, "DATA_DIR": str(data), "KAFKA_HEAP_MB": "384", "JDK_JAVA_OPTIONS": QUICK_JVM},
         capture_output=True,
         text=True,
         timeout=240,
