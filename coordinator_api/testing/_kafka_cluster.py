@@ -536,9 +536,18 @@ class KafkaCluster:
             raise
 
     def close(self) -> None:
-        """Stop every broker (SIGKILL after a short grace) and remove the cluster's files."""
+        """Stop every broker and remove the cluster's files.
+
+        A broker recording the archive of its classes is stopped first, alone (SIGTERM, SIGKILL
+        after a grace): it writes the archive only if it exits by itself, and its controlled
+        shutdown needs the others' controller quorum. The others are then killed: their files
+        go with the cluster, and told to shut down, the last of them would wait out its grace for
+        a quorum that had gone."""
         for broker in self._brokers.values():
-            self._end(broker, signal.SIGTERM, grace=5.0)
+            if broker.shared_classes is not None and broker.shared_classes.recording is not None:
+                self._end(broker, signal.SIGTERM, grace=5.0)
+        for broker in self._brokers.values():
+            self._end(broker, signal.SIGKILL, grace=10.0)
         self._brokers.clear()
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
