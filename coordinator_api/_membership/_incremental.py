@@ -440,7 +440,9 @@ class IncrementalMachine:
         if revoked or assigned:
             self.awaiting = Reconcile(self.member_epoch, self.member_id, target, revoked, assigned)
             if revoked:
-                self.revocation_asked_at = min(asked_at, self.revocation_asked_at or asked_at)
+                # The earliest ask not yet acknowledged (a send time of 0 is a time too).
+                earlier = self.revocation_asked_at
+                self.revocation_asked_at = asked_at if earlier is None else min(earlier, asked_at)
             self.state = IncrementalState.RECONCILING
             self._actions.append(self.awaiting)
         elif self._acknowledged_owned == self.owned:

@@ -304,6 +304,11 @@ class KafkaBroker:
     paused: bool = False
 
     @property
+    def recording_classes(self) -> bool:
+        """This run of the broker records the archive of its classes as it exits."""
+        return self.shared_classes is not None and self.shared_classes.recording is not None
+
+    @property
     def address(self) -> str:
         """``127.0.0.1:PORT`` of its client listener."""
         return f"{_LOOPBACK}:{self.port}"
@@ -544,7 +549,7 @@ class KafkaCluster:
         go with the cluster, and told to shut down, the last of them would wait out its grace for
         a quorum that had gone."""
         for broker in self._brokers.values():
-            if broker.shared_classes is not None and broker.shared_classes.recording is not None:
+            if broker.recording_classes:
                 self._end(broker, signal.SIGTERM, grace=5.0)
         for broker in self._brokers.values():
             self._end(broker, signal.SIGKILL, grace=10.0)
@@ -886,7 +891,7 @@ class KafkaCluster:
         if process.poll() is None:
             if broker.paused and sig != signal.SIGKILL:
                 process.send_signal(signal.SIGCONT)
-            if broker.shared_classes is not None and broker.shared_classes.recording is not None:
+            if broker.recording_classes:
                 grace += 30.0  # it writes the archive of its classes as it exits
             process.send_signal(sig)
             try:
