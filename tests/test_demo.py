@@ -25,6 +25,16 @@ from coordinator_demo._demo import _summary
 from coordinator_demo._fleet import Narrator, Timing
 
 CLI = [sys.executable, "-m", "coordinator_api"]
+#: The CLI as a shell in a terminal starts it, with Ctrl-C's default action: a suite run as a
+#: background job (``cmd &`` without job control) has SIGINT ignored, its processes inherit that,
+#: and Python then keeps it ignored, as a background job should.
+CLI_FROM_A_TERMINAL = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])",
+    *CLI[1:],
+]
 HAS_SPARK = importlib.util.find_spec("pyspark") is not None
 
 
@@ -76,7 +86,7 @@ class Run:
 
 def start_demo(*args: str) -> Run:
     process = subprocess.Popen(
-        [*CLI, "--log-level", "WARNING", "demo", *args],
+        [*CLI_FROM_A_TERMINAL, "--log-level", "WARNING", "demo", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -609,7 +609,7 @@ def test_a_client_over_its_request_quota_is_throttled_and_muted_while_a_group_be
 
     before = [a for a in answers if a[2] < quota_set]
     after = [a for a in answers if a[1] > quota_set]
-    assert all(a[3] == 0 for a in before)  # no quota yet: never throttled
+    assert before and all(a[3] == 0 for a in before)  # no quota yet: never throttled
     throttled = [a for a in after if a[3] > 0]
     assert throttled, f"never throttled: {after}"
     assert max(a[3] for a in throttled) <= 1000  # at most one window
@@ -623,13 +623,16 @@ def test_a_client_over_its_request_quota_is_throttled_and_muted_while_a_group_be
                 assert following[2] - answer[1] >= answer[3] / 1000 - 0.05, (answer, following)
                 # It did not wait (its next request went at once): the coordinator made it.
                 assert following[1] - answer[2] < answer[3] / 2000, (answer, following)
-    # Slowed: the first throttled answer on, at most about one answer per second per connection.
+    # Slowed: once one answer was throttled, every request sent after it is (the rate counts at
+    # least 10 s, so it cannot fall back under the quota within the hammer's 5 s), and there is at
+    # most about one answer per second per connection. (Not compared with the unthrottled rate:
+    # that is one answer per handling time, which a loaded machine stretches towards the mute;
+    # a 1,000-topic Metadata took 0.2 s beside six busy processes.)
     first = min(a[2] for a in throttled)
+    assert all(a[3] > 0 for a in answers if a[1] > first), answers
     late = [a for a in answers if a[2] > first]
     late_span = max(a[2] for a in answers) - first
     assert len(late) <= 2 * (late_span + 1) + 2, (len(late), late_span)
-    hammered_span = max(1e-3, quota_set - min(a[1] for a in answers))
-    assert len(before) / hammered_span > 3 * len(late) / max(late_span, 1.0), (len(before), len(late))
     # The heartbeats beside it: all answered, and much quicker than while it was unthrottled.
     assert {error for _, _, error in probe.samples} == {NONE}
     unthrottled = probe.latencies(min(a[1] for a in answers), quota_set)
