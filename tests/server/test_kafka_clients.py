@@ -115,7 +115,8 @@ def test_cooperative_sticky_moves_only_what_must(
         after = {p: m.name for m in members for p in m.owned}
         moved = {p for p in range(PARTITIONS) if before[p] != after[p]}
         # Only what the newcomer needs moves, and each moved partition went to it.
-        assert len(moved) == PARTITIONS // 4
+        history = {m.name: m.reports[count:] for m, count in zip(members, [*seen, 0])}
+        assert len(moved) == PARTITIONS // 4, (before, after, history)
         assert all(after[p] == "coop-3" for p in moved)
         assert not overlapping_ownership(members)
         # Since the newcomer arrived, nothing was revoked that did not move.
