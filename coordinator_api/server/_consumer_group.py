@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import enum
 import heapq
+import itertools
 import re
 import uuid
 from collections import Counter
@@ -201,6 +202,28 @@ def _subscription_of(member: _Member) -> tuple[object, ...]:
     return (member.topics, member.regex, member.resources, member.metadata)
 
 
+#: The serials of every group's changes (see :class:`NewsSerials`): unique across groups, so a
+#: group made again under an id never repeats one its predecessor had.
+_SERIALS = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class NewsSerials:
+    """Where a group stands for its held heartbeats, each a number that moves with a kind of
+    change that members other than the one whose request made it may have to hear of.
+
+    ``group``: the target changed, or a member left (the target is computed anew when the held
+    heartbeats are looked at): any member may have news. ``owners``: only who owns which
+    partitions (assigned or being revoked): news only for the members
+    :meth:`ConsumerGroups.waits_for_owners` names. A member that joins moves neither by itself
+    (the target computed for it does), nor does one that moves to the group's epoch keeping
+    what it has, as every member does once after each change.
+    """
+
+    group: int
+    owners: int
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClassicMembership:
     """What a member that speaks the classic protocol in a consumer group joined with."""
@@ -224,6 +247,13 @@ class _Group:
     partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
     topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
     assigned_at_ms: int | None = None  # when its target was last computed (None: not by this process)
+    news: NewsSerials = field(default_factory=lambda: NewsSerials(next(_SERIALS), next(_SERIALS)))
+
+    def changed_for_all(self) -> None:
+        self.news = NewsSerials(next(_SERIALS), self.news.owners)
+
+    def owners_changed(self) -> None:
+        self.news = NewsSerials(self.news.group, next(_SERIALS))
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -331,6 +361,25 @@ class ConsumerGroups:
 
     def group_epoch(self, group_id: str) -> int:
         return self._groups[group_id].group_epoch
+
+    def news_serials(self, group_id: str) -> NewsSerials | None:
+        """Where ``group_id`` stands for its held heartbeats (``None``: no such group)."""
+        group = self._groups.get(group_id)
+        return group.news if group is not None else None
+
+    def waits_for_owners(self, req: ConsumerGroupHeartbeat) -> bool:
+        """Whether the held heartbeat ``req`` may have news when partitions change owners and
+        nothing else changes: it asked who owns what, or its member is not stable with its
+        whole target (it waits for partitions others still own)."""
+        group = self._groups.get(req.group_id)
+        member = group.members.get(req.member_id) if group is not None else None
+        return (
+            req.list_owners
+            or group is None
+            or member is None
+            or member.state is not MemberState.STABLE
+            or group.target.get(member.member_id) != member.assigned
+        )
 
     def has_members(self, group_id: str) -> bool:
         return bool(self._groups[group_id].members)
@@ -850,6 +899,7 @@ class ConsumerGroups:
         assignment over, as ``member_id``."""
         del group.members[holder.member_id]
         group.target[member_id] = group.target.pop(holder.member_id, frozenset())
+        group.owners_changed()  # the same partitions, under the new member id
         for partition in holder.assigned | holder.pending_revocation:
             group.owners[partition] = member_id
         events.append(
@@ -1468,6 +1518,7 @@ class ConsumerGroups:
         result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
         group.target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
         group.assignment_epoch = group.group_epoch
+        group.changed_for_all()
 
     def _reconcile(
         self,
@@ -1518,6 +1569,8 @@ class ConsumerGroups:
             member.revocation_deadline = None
         for partition in member.assigned | member.pending_revocation:
             group.owners[partition] = member.member_id
+        if (member.assigned, member.pending_revocation) != before[2:]:
+            group.owners_changed()
         if (member.epoch, member.state, member.assigned, member.pending_revocation) != before:
             events.append(
                 MembershipEvent(
@@ -1537,6 +1590,7 @@ class ConsumerGroups:
         for partition in partitions:
             if group.owners.get(partition) == member.member_id:
                 del group.owners[partition]
+                group.owners_changed()
 
     def _remove(
         self, group: _Group, member: _Member, events: list[MembershipEvent], *, kind: str, detail: str
@@ -1547,6 +1601,7 @@ class ConsumerGroups:
         group.target.pop(member.member_id, None)
         self._release(group, member, member.assigned | member.pending_revocation)
         group.group_epoch += 1
+        group.changed_for_all()
         group.partition_counts = self._subscribed_partition_counts(group)
         events.append(
             MembershipEvent(

@@ -76,7 +76,7 @@ from coordinator_api._plugins._registry import ClassicPayloads, ServerAssignor
 from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import JoinedMember
 from coordinator_api.server._config import CoordinatorConfig
-from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups
+from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups, NewsSerials
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
@@ -378,6 +378,10 @@ class GroupCoordinator:
         self._held: dict[RequestRef, tuple[str, str]] = {}
         # Held ConsumerGroupHeartbeats by group id, then member id.
         self._held_group_heartbeats: dict[str, dict[str, _HeldGroupHeartbeat]] = {}
+        # Where each group that holds some stood when its held ConsumerGroupHeartbeats were last
+        # looked at, and the members of those that wait for partitions to change owners.
+        self._held_looked_at: dict[str, NewsSerials] = {}
+        self._held_waiting_for_owners: dict[str, set[str]] = {}
         self._offset_check_at: int | None = None  # the next retention check, while offsets exist
         # Groups an OffsetDelete left without offsets: deleted at the next retention check if
         # they have no members then either.
@@ -462,9 +466,12 @@ class GroupCoordinator:
         SyncGroup that must wait for the rest of the group, in the effects of a later call."""
         fx = Effects()
         if isinstance(request, ConsumerGroupHeartbeat):  # the most frequent request, first
-            result = self._consumer_group_heartbeat(request, now_ms, fx)
+            result, events = self._consumer_group_heartbeat(request, now_ms, fx)
             if not self._hold_group_heartbeat(ref, request, result, now_ms):
                 fx.replies.append((ref, result))
+            # After the hold: the held heartbeats' look at this change takes in this one too,
+            # whose answer was made before the others' answers to the change.
+            self._consumer_groups_changed(events, fx, now_ms)
         elif isinstance(request, (SyncGroup, Heartbeat, LeaveGroup)) and self._is_consumer_group(
             request.group_id
         ):
@@ -527,25 +534,25 @@ class GroupCoordinator:
 
     def _consumer_group_heartbeat(
         self, req: ConsumerGroupHeartbeat, now_ms: int, fx: Effects
-    ) -> ConsumerGroupHeartbeatResult:
+    ) -> tuple[ConsumerGroupHeartbeatResult, list[MembershipEvent]]:
         classic = self._groups.get(req.group_id)
         upgraded: list[MembershipEvent] = []
         if classic is not None and classic.state is not GroupState.EMPTY:
             upgrade = req.member_epoch == 0 and req.protocol_type == PROTOCOL_TYPE
             adopted = self._upgrade(classic, now_ms, fx) if upgrade else None
             if adopted is None:
-                return ConsumerGroupHeartbeatResult(
+                refused = ConsumerGroupHeartbeatResult(
                     error=ErrorCode.GROUP_ID_NOT_FOUND,
                     message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
                 )
+                return refused, []
             upgraded = adopted
         elif classic is not None:
             # An Empty classic group gives way to the consumer group (Kafka deletes it; here its
             # record stays for the offsets): members it asked for an id join the consumer group.
             classic.pending_members.clear()
         result, events = self._consumer_groups.heartbeat(req, now_ms)
-        self._consumer_groups_changed(upgraded + events, fx, now_ms)
-        return result
+        return result, upgraded + events
 
     # --- online migration between the classic protocol and the incremental one -------------
 
@@ -660,7 +667,8 @@ class GroupCoordinator:
                         fx.writes.append(self._consumer_groups.snapshot(group_id))
                     self._downgrade(group_id, now_ms, fx, rebalance=rebalance_on_downgrade)
                 held = self._held_group_heartbeats.get(group_id, {})
-                for member_id, heartbeat in list(held.items()):
+                for member_id in self._held_to_look_at(group_id):
+                    heartbeat = held[member_id]
                     if self._consumer_groups.still_nothing_new(heartbeat.request):
                         continue
                     news, more = self._consumer_groups.news_for(heartbeat.request, now_ms)
@@ -668,6 +676,37 @@ class GroupCoordinator:
                     if news is not None:
                         self._unhold_group_heartbeat(group_id, member_id)
                         fx.replies.append((heartbeat.ref, news))
+                    else:
+                        self._note_waiting_for_owners(heartbeat.request)
+
+    def _held_to_look_at(self, group_id: str) -> list[str]:
+        """The members whose held heartbeats may have news after a change of ``group_id``
+        (see :class:`NewsSerials`): all of them if the target, the members or the group epoch
+        changed since the last look; those waiting for partitions to change owners if only
+        that changed; else none. Every member moves to the group's epoch once after each
+        change, and in a group of 1,000 a look at every held heartbeat each time would cost a
+        million looks a change."""
+        held = self._held_group_heartbeats.get(group_id)
+        if not held:
+            return []
+        now = self._consumer_groups.news_serials(group_id)
+        last = self._held_looked_at.get(group_id)
+        if now is None:
+            self._held_looked_at.pop(group_id, None)
+            return list(held)
+        self._held_looked_at[group_id] = now
+        if last is None or now.group != last.group:
+            return list(held)
+        if now.owners != last.owners:
+            return [m for m in self._held_waiting_for_owners.get(group_id, ()) if m in held]
+        return []
+
+    def _note_waiting_for_owners(self, req: ConsumerGroupHeartbeat) -> None:
+        waiting = self._held_waiting_for_owners.setdefault(req.group_id, set())
+        if self._consumer_groups.waits_for_owners(req):
+            waiting.add(req.member_id)
+        else:
+            waiting.discard(req.member_id)
 
     def _hold_group_heartbeat(
         self, ref: RequestRef, req: ConsumerGroupHeartbeat, result: ConsumerGroupHeartbeatResult, now_ms: int
@@ -696,6 +735,7 @@ class GroupCoordinator:
         if waiting.member_id in held:
             return False
         held[waiting.member_id] = _HeldGroupHeartbeat(ref, waiting, result, now_ms + hold)
+        self._note_waiting_for_owners(waiting)
         self._held[ref] = (req.group_id, waiting.member_id)
         self._schedule(now_ms + hold, _Timer.HELD_GROUP_HEARTBEAT, req.group_id, waiting.member_id)
         return True
@@ -703,8 +743,11 @@ class GroupCoordinator:
     def _unhold_group_heartbeat(self, group_id: str, member_id: str) -> _HeldGroupHeartbeat:
         held = self._held_group_heartbeats[group_id]
         heartbeat = held.pop(member_id)
+        self._held_waiting_for_owners.get(group_id, set()).discard(member_id)
         if not held:
             del self._held_group_heartbeats[group_id]
+            self._held_looked_at.pop(group_id, None)
+            self._held_waiting_for_owners.pop(group_id, None)
         self._held.pop(heartbeat.ref, None)
         return heartbeat
 

@@ -8,12 +8,14 @@ the server runs them; each step looks at which requests the coordinator answered
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
 from engine_checks import check_quick_looks
 
+from coordinator_api import AssignmentSpec
+from coordinator_api._plugins import Resource
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._messages import (
@@ -35,9 +37,19 @@ CONFIG = CoordinatorConfig(
 )
 
 
+def to_the_chosen(members: Sequence[AssignmentSpec], counts: Mapping[str, int]) -> dict[str, list[Resource]]:
+    """Every resource to the first member (by id) whose payload says ``chosen``."""
+    chosen = [m.member_id for m in members if m.metadata == b"chosen"]
+    if not chosen:
+        return {}
+    return {chosen[0]: [(name, i) for name, count in sorted(counts.items()) for i in range(count)]}
+
+
 class Coordinator:
     def __init__(self, config: CoordinatorConfig = CONFIG) -> None:
-        self.state = GroupCoordinator(config, server_assignors=SERVER_ASSIGNORS)
+        self.state = GroupCoordinator(
+            config, server_assignors=SERVER_ASSIGNORS, resource_assignors={"tasks": {"chosen": to_the_chosen}}
+        )
         check_quick_looks(self.state)
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
@@ -60,24 +72,64 @@ class Coordinator:
     def send(
         self, member_id: str, epoch: int, owned: Iterable[int] = (), **fields: object
     ) -> tuple[int, list[int]]:
-        """Send a full heartbeat; its ref and the refs answered by it (its own, or held ones).
-        As the server's shell does, a held request of the same member (its connection) is
-        answered first."""
-        released = []
-        if member_id in self.last and self.last[member_id] not in self.answered:
-            released = self.take(self.state.release(self.last[member_id], self.now))
-        ref = self.last[member_id] = next(self.refs)
+        """Send a full heartbeat (see :meth:`deliver`), of a member of topic ``t`` unless
+        ``fields`` say otherwise."""
         parts = tuple(sorted(owned))
+        fields.setdefault("subscribed_topic_names", ("t",))
         request = ConsumerGroupHeartbeat(
             group_id="g",
             member_id=member_id,
             member_epoch=epoch,
             rebalance_timeout_ms=4000,
-            subscribed_topic_names=("t",),
             owned=((self.topic_id, parts),) if parts else (),
             **fields,  # type: ignore[arg-type]
         )
+        return self.deliver(request)
+
+    def deliver(self, request: ConsumerGroupHeartbeat) -> tuple[int, list[int]]:
+        """Hand ``request`` in; its ref and the refs answered by it (its own, or held ones). As
+        the server's shell does, a held request of the same member (its connection) is
+        answered first."""
+        released = []
+        member_id = request.member_id
+        if member_id in self.last and self.last[member_id] not in self.answered:
+            released = self.take(self.state.release(self.last[member_id], self.now))
+        ref = self.last[member_id] = next(self.refs)
         return ref, released + self.take(self.state.handle(ref, request, self.now))
+
+    def send_task(
+        self,
+        member_id: str,
+        epoch: int,
+        owned: Iterable[int] = (),
+        chosen: bool = False,
+        instance_id: str | None = None,
+    ) -> tuple[int, list[int]]:
+        """As :meth:`send`, for a member of a group of this project's protocol type ``tasks``
+        (resource group ``work``) that asks who owns every resource."""
+        parts = tuple(sorted(owned))
+        request = ConsumerGroupHeartbeat(
+            group_id="w",
+            member_id=member_id,
+            member_epoch=epoch,
+            rebalance_timeout_ms=4000,
+            protocol_type="tasks",
+            instance_id=instance_id,
+            resources=(("work", 6),),
+            metadata=(b"chosen" if chosen else b"") if epoch == 0 else None,  # None: unchanged
+            owned=((b"work", parts),) if parts else (),
+            list_owners=True,
+        )
+        return self.deliver(request)
+
+    def held_task(self, member_id: str, owned: Iterable[int] = ()) -> int:
+        """A heartbeat of ``member_id`` (of :meth:`send_task`) that is held: it heartbeats at
+        the epoch of its last answer until one is."""
+        for _ in range(3):
+            ref, _ = self.send_task(member_id, self.answered[self.last[member_id]].member_epoch, owned)
+            if ref not in self.answered:
+                return ref
+        raise AssertionError(f"{member_id} is never held")
 
     def advance(self, ms: int) -> list[int]:
         self.now += ms
@@ -254,19 +306,112 @@ def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(
     held, answered = c.send("a", 2, range(6))
     assert answered == []
     # A member of another topic joins: a new group epoch, and nothing moves for a.
-    ref = next(c.refs)
-    other = ConsumerGroupHeartbeat(
-        group_id="g",
-        member_id="x",
-        member_epoch=0,
-        rebalance_timeout_ms=4000,
-        subscribed_topic_names=("u",),
-        owned=(),
-    )
-    assert c.take(c.state.handle(ref, other, c.now)) == [ref]
+    ref, answered = c.send("x", 0, subscribed_topic_names=("u",))
+    assert answered == [ref]
     assert c.answered[ref].member_epoch == 3
     assert held not in c.answered  # still held
     assert c.advance(HOLD_MS) == [held]  # answered when its hold ends, as it was
     assert c.answered[held].member_epoch == 2
     again, answered = c.send("a", 2, range(6))  # its next heartbeat moves it to the new epoch
     assert answered == [again] and c.answered[again].member_epoch == 3
+
+
+def settle(c: Coordinator, members: Sequence[str]) -> dict[str, set[int]]:
+    """Each member heartbeats with what its last answer gave it until all are held; what each
+    owns then."""
+    owned: dict[str, set[int]] = {}
+    for _ in range(10):
+        sent = False
+        for m in members:
+            ref = c.last.get(m)
+            if ref is not None and ref not in c.answered:
+                continue  # held
+            answer = c.answered[ref] if ref is not None else None
+            if answer is not None and answer.assignment is not None:
+                owned[m] = c.partitions(ref)  # type: ignore[arg-type]
+            c.send(m, answer.member_epoch if answer is not None else 0, owned.get(m, ()))
+            sent = True
+        if not sent:
+            return owned
+    raise AssertionError("the group did not settle")
+
+
+def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heartbeats(c: Coordinator) -> None:
+    # After each change every member moves to the new epoch at its next heartbeat; in a group of
+    # 1,000, a look at every held heartbeat each time cost a million looks per change. Only what
+    # others may have to hear of (the target, the members, who owns what) makes the coordinator
+    # look again, and a change of owners only at the members waiting for partitions.
+    looks: list[str] = []
+    to_look_at = c.state._held_to_look_at
+
+    def looked_at(group_id: str) -> list[str]:
+        chosen = to_look_at(group_id)
+        looks.extend(chosen)
+        return chosen
+
+    setattr(c.state, "_held_to_look_at", looked_at)  # noqa: B010 (a method of this one object)
+    owned = settle(c, "abc")
+    looks.clear()
+    c.advance(100)
+    ref, answered = c.send("x", 0, subscribed_topic_names=("u",))  # a member of another topic
+    assert answered == [ref]
+    assert sorted(looks) == ["a", "b", "c"]  # a new group epoch: a look at each held heartbeat
+    epoch = c.answered[ref].member_epoch
+    looks.clear()
+    moved, answered = c.send("a", epoch - 1, owned["a"])  # its held one is answered first
+    assert answered[-1] == moved and c.answered[moved].member_epoch == epoch  # a moves to it
+    assert looks == []  # and nobody else's held heartbeat is looked at again
+
+
+def test_a_member_that_asks_who_owns_what_hears_of_a_new_owner_at_once(c: Coordinator) -> None:
+    # A change of owners alone (l gives everything up, k takes it) is news for members that ask
+    # who owns every resource, as the leader plugin's followers do, though nothing of theirs moves.
+    c.send_task("l", 0, chosen=True)
+    c.send_task("w", 0)
+    held_l, held_w = c.held_task("l", range(6)), c.held_task("w")
+    k, answered = c.send_task("k", 0, chosen=True)  # k (first by id) becomes the chosen one
+    # l must give all up, and while it does nobody owns anything: news for all three.
+    assert sorted(answered) == sorted([held_l, held_w, k])
+    assert c.answered[held_w].owners == c.answered[k].owners == () and c.partitions(k) == set()
+    held_w = c.held_task("w")
+    ack, answered = c.send_task("l", c.answered[held_l].member_epoch, ())  # l gave it all up
+    assert answered == [ack]  # for w, still nobody owns anything: k takes it at its next heartbeat
+    took, answered = c.send_task("k", c.answered[k].member_epoch)
+    assert sorted(answered) == sorted([took, held_w]) and c.partitions(took) == set(range(6))
+    assert {owner for _, _, owner, _ in c.answered[held_w].owners or ()} == {"k"}  # w hears of it
+
+
+def test_a_member_that_asks_who_owns_what_hears_of_a_static_members_new_incarnation_at_once(
+    c: Coordinator,
+) -> None:
+    first, _ = c.send_task("s1", 0, chosen=True, instance_id="i")
+    c.send_task("w", 0)
+    epoch = c.answered[first].member_epoch
+    held_w = c.held_task("w")
+    c.send_task("s1", -2, instance_id="i")  # the static member closes: its place waits for it
+    again, answered = c.send_task("s2", 0, chosen=True, instance_id="i")  # and comes back
+    assert sorted(answered) == sorted([again, held_w]) and c.answered[again].member_epoch >= epoch
+    assert {owner for _, _, owner, _ in c.answered[held_w].owners or ()} == {"s2"}
+
+
+def test_a_target_computed_when_the_assignment_interval_has_passed_reaches_the_held_at_once() -> None:
+    # KIP-1263: a change within the interval waits for the first heartbeat after it, which
+    # computes the target; the held member that must give partitions up hears of it then.
+    c = Coordinator(
+        CoordinatorConfig(
+            initial_rebalance_delay_ms=0,
+            consumer_group_session_timeout_ms=45_000,
+            consumer_group_heartbeat_interval_ms=5_000,  # held for up to 4 s
+            heartbeat_hold_ms=5_000,
+        )
+    )
+    c.state.set_group_assignment_interval("g", 1000)
+    join_alone(c)
+    held, answered = c.send("a", 2, range(6))
+    assert answered == []
+    c.advance(100)
+    join, answered = c.send("b", 0)  # within the interval: the target stays a's
+    assert answered == [join] and c.partitions(join) == set() and held not in c.answered
+    c.advance(900)
+    _, answered = c.send("b", c.answered[join].member_epoch)  # the first heartbeat after it
+    assert held in answered and c.partitions(held) == {0, 1, 2}  # a must give 3, 4, 5 up
