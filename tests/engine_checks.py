@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from coordinator_api.server._messages import ConsumerGroupHeartbeat
+from coordinator_api.server._messages import (
+    ConsumerGroupDowngraded,
+    ConsumerGroupHeartbeat,
+    ConsumerGroupSnapshot,
+    ConsumerMemberSnapshot,
+    GroupDeleted,
+)
 from coordinator_api.server._state import Effects, GroupCoordinator
 
 
@@ -49,3 +55,55 @@ def check_quick_looks(state: GroupCoordinator) -> None:
     setattr(state, "_held_to_look_at", checked_group)  # noqa: B010
     for name in ("handle", "expire", "release"):
         setattr(state, name, nothing_held_has_news(getattr(state, name)))
+
+
+def check_stored_changes(state: GroupCoordinator) -> None:
+    """Make every step of ``state`` check that its consumer groups' writes, applied in order as
+    a store applies them (each member that changed, as it is now, and those that left), add up
+    to the whole of every group: a member whose change the engine failed to note would be
+    stored stale, and come back so after a restart."""
+    stored: dict[str, tuple[tuple[int, int, str], dict[str, ConsumerMemberSnapshot]]] = {}
+
+    def checked(step: Callable[..., Effects]) -> Callable[..., Effects]:
+        def checked_step(*args: Any) -> Effects:
+            fx = step(*args)
+            for write in fx.writes:
+                if isinstance(write, ConsumerGroupSnapshot):
+                    members = stored.get(write.group_id, ((0, 0, ""), {}))[1]
+                    members.update((m.member_id, m) for m in write.members)
+                    for member_id in write.left:
+                        members.pop(member_id, None)
+                    epochs = (write.group_epoch, write.assignment_epoch, write.protocol_type)
+                    stored[write.group_id] = (epochs, members)
+                elif isinstance(write, ConsumerGroupDowngraded | GroupDeleted):
+                    stored.pop(write.group_id, None)
+            groups = state._consumer_groups
+            for group_id in groups._groups:
+                whole = groups.snapshot(group_id)
+                epochs = (whole.group_epoch, whole.assignment_epoch, whole.protocol_type)
+                if group_id not in stored:
+                    assert not whole.members, f"{group_id} has members but was never stored"
+                    continue
+                assert stored[group_id][0] == epochs, f"{group_id}'s epochs are stored stale"
+                members = stored[group_id][1]
+                in_store, in_group = sorted(members), [m.member_id for m in whole.members]
+                assert in_store == in_group, f"{group_id}'s members: {in_store} stored, {in_group} held"
+                for member in whole.members:
+                    old = members[member.member_id]
+                    stale = {k: (getattr(old, k), v) for k, v in vars(member).items() if getattr(old, k) != v}
+                    assert not stale, f"{member.member_id} is stored stale: {stale}"
+            return fx
+
+        return checked_step
+
+    def restored(*args: Any, **kwargs: Any) -> None:
+        restore(*args, **kwargs)
+        for group_id in state._consumer_groups._groups:
+            whole = state._consumer_groups.snapshot(group_id)
+            epochs = (whole.group_epoch, whole.assignment_epoch, whole.protocol_type)
+            stored[group_id] = (epochs, {m.member_id: m for m in whole.members})  # as it was read
+
+    restore = state.restore
+    setattr(state, "restore", restored)  # noqa: B010 (a method of this one object)
+    for name in ("handle", "expire", "release"):
+        setattr(state, name, checked(getattr(state, name)))

@@ -248,12 +248,34 @@ class _Group:
     topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
     assigned_at_ms: int | None = None  # when its target was last computed (None: not by this process)
     news: NewsSerials = field(default_factory=lambda: NewsSerials(next(_SERIALS), next(_SERIALS)))
+    # What the store has yet to hear of (see ConsumerGroups.changes): members changed, and
+    # members that left; and the ids of every group with some, shared (None: no store).
+    changed_members: set[str] = field(default_factory=set)
+    left_members: set[str] = field(default_factory=set)
+    unwritten: set[str] | None = None
 
     def changed_for_all(self) -> None:
         self.news = NewsSerials(next(_SERIALS), self.news.owners)
 
     def owners_changed(self) -> None:
         self.news = NewsSerials(self.news.group, next(_SERIALS))
+
+    def changed(self) -> None:
+        """Its epochs changed (the store must hear of it)."""
+        if self.unwritten is not None:
+            self.unwritten.add(self.group_id)
+
+    def member_changed(self, member_id: str) -> None:
+        if self.unwritten is not None:
+            self.left_members.discard(member_id)  # back under the same id (a static member)
+            self.changed_members.add(member_id)
+            self.unwritten.add(self.group_id)
+
+    def member_left(self, member_id: str) -> None:
+        if self.unwritten is not None:
+            self.changed_members.discard(member_id)
+            self.left_members.add(member_id)
+            self.unwritten.add(self.group_id)
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -284,6 +306,8 @@ class ConsumerGroups:
     :param member_id_factory: makes a member id for a version 0 join (injectable for tests).
     :param classic_payloads: how the consumer protocol's classic payloads read; without them a
         classic group is never upgraded and classic members cannot join a consumer group.
+    :param stored: whether a store writes the groups' :meth:`changes`; without one they are
+        not kept.
     """
 
     def __init__(
@@ -299,8 +323,10 @@ class ConsumerGroups:
         max_group_size: int | None = None,
         member_id_factory: Callable[[], str] = lambda: str(uuid.uuid4()),
         classic_payloads: ClassicPayloads | None = None,
+        stored: bool = True,
     ) -> None:
         self._payloads = classic_payloads
+        self._unwritten: set[str] | None = set() if stored else None
         self._assignors: dict[str, dict[str, ServerAssignor]] = {
             protocol_type: dict(named)
             for protocol_type, named in (resource_assignors or {}).items()
@@ -494,39 +520,62 @@ class ConsumerGroups:
 
     # --- durable state --------------------------------------------------------------------------
 
+    def changes(self) -> list[ConsumerGroupSnapshot]:
+        """What must survive a restart of what changed since the last call (what a store
+        writes): for each group that changed, its epochs, the members that changed and the
+        ids of those that left."""
+        writes = []
+        for group_id in sorted(self._unwritten or ()):
+            group = self._groups.get(group_id)
+            if group is None:
+                continue  # deleted, or a classic group again: written as such
+            changed = sorted(m for m in group.changed_members if m in group.members)
+            writes.append(self._as_stored(group, changed, left=tuple(sorted(group.left_members))))
+            group.changed_members, group.left_members = set(), set()
+        if self._unwritten:
+            self._unwritten.clear()
+        return writes
+
     def snapshot(self, group_id: str) -> ConsumerGroupSnapshot:
-        """The group as it must survive a restart (what a store writes)."""
+        """The whole group as a store holds it once it has written every change."""
         group = self._groups[group_id]
+        return self._as_stored(group, sorted(group.members))
+
+    def _as_stored(
+        self, group: _Group, member_ids: Iterable[str], left: tuple[str, ...] = ()
+    ) -> ConsumerGroupSnapshot:
         return ConsumerGroupSnapshot(
-            group_id=group_id,
+            group_id=group.group_id,
             group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             protocol_type=group.protocol_type,
-            members=tuple(
-                ConsumerMemberSnapshot(
-                    member_id=m.member_id,
-                    instance_id=m.instance_id,
-                    rack_id=m.rack_id,
-                    rebalance_timeout_ms=m.rebalance_timeout_ms,
-                    topics=tuple(sorted(m.topics)),
-                    regex=m.regex,
-                    server_assignor=m.server_assignor,
-                    client_id=m.client_id,
-                    client_host=m.client_host,
-                    epoch=m.epoch,
-                    previous_epoch=m.previous_epoch,
-                    state=m.state.value,
-                    assigned=tuple(sorted(m.assigned)),
-                    pending_revocation=tuple(sorted(m.pending_revocation)),
-                    target=tuple(sorted(group.target.get(m.member_id, ()))),
-                    assignment_epochs=tuple(sorted((t, p, e) for (t, p), e in m.assignment_epochs.items())),
-                    classic_session_timeout_ms=m.classic.session_timeout_ms if m.classic else None,
-                    classic_protocols=m.classic.protocols if m.classic else (),
-                    resources=m.resources,
-                    metadata=m.metadata,
-                )
-                for m in sorted(group.members.values(), key=lambda m: m.member_id)
-            ),
+            members=tuple(self._stored(group, group.members[m]) for m in member_ids),
+            left=left,
+        )
+
+    @staticmethod
+    def _stored(group: _Group, m: _Member) -> ConsumerMemberSnapshot:
+        return ConsumerMemberSnapshot(
+            member_id=m.member_id,
+            instance_id=m.instance_id,
+            rack_id=m.rack_id,
+            rebalance_timeout_ms=m.rebalance_timeout_ms,
+            topics=tuple(sorted(m.topics)),
+            regex=m.regex,
+            server_assignor=m.server_assignor,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            epoch=m.epoch,
+            previous_epoch=m.previous_epoch,
+            state=m.state.value,
+            assigned=tuple(sorted(m.assigned)),
+            pending_revocation=tuple(sorted(m.pending_revocation)),
+            target=tuple(sorted(group.target.get(m.member_id, ()))),
+            assignment_epochs=tuple(sorted((t, p, e) for (t, p), e in m.assignment_epochs.items())),
+            classic_session_timeout_ms=m.classic.session_timeout_ms if m.classic else None,
+            classic_protocols=m.classic.protocols if m.classic else (),
+            resources=m.resources,
+            metadata=m.metadata,
         )
 
     def restore(self, snapshots: Iterable[ConsumerGroupSnapshot], now_ms: int) -> None:
@@ -534,6 +583,7 @@ class ConsumerGroups:
         a whole rebalance timeout to finish revoking), as after a Kafka coordinator moves."""
         for snap in snapshots:
             group = _Group(
+                unwritten=self._unwritten,
                 group_id=snap.group_id,
                 group_epoch=snap.group_epoch,
                 assignment_epoch=snap.assignment_epoch,
@@ -721,7 +771,7 @@ class ConsumerGroups:
         if group is None:
             if req.member_epoch != JOIN_EPOCH:
                 raise _Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
-            group = _Group(group_id=req.group_id, protocol_type=req.protocol_type)
+            group = _Group(group_id=req.group_id, protocol_type=req.protocol_type, unwritten=self._unwritten)
         member_id = req.member_id or self._new_member_id()
         if (
             self._max_group_size is not None
@@ -790,6 +840,7 @@ class ConsumerGroups:
         bump = group.group_epoch == 0 or joined
         bump |= _subscription_of(updated) != before
         group.members[member_id] = updated
+        group.member_changed(member_id)
         if updated.instance_id is not None:
             group.static[updated.instance_id] = member_id
         # Subscribed partition counts change only with a subscription or with the coordinator's
@@ -898,6 +949,7 @@ class ConsumerGroups:
         """A new incarnation of the static member ``holder`` takes its place, epoch and
         assignment over, as ``member_id``."""
         del group.members[holder.member_id]
+        group.member_left(holder.member_id)
         group.target[member_id] = group.target.pop(holder.member_id, frozenset())
         group.owners_changed()  # the same partitions, under the new member id
         for partition in holder.assigned | holder.pending_revocation:
@@ -948,6 +1000,7 @@ class ConsumerGroups:
             # The place and assignment wait for the next incarnation until the session ends.
             # Kafka keeps the previous epoch and drops what was pending revocation.
             left_at, member.epoch = member.epoch, STATIC_LEAVE_EPOCH
+            group.member_changed(member.member_id)
             self._release(group, member, member.pending_revocation)
             member.pending_revocation = frozenset()
             member.assignment_epochs = dict.fromkeys(member.assigned, 0)
@@ -989,7 +1042,9 @@ class ConsumerGroups:
             return None
         if self._max_group_size is not None and len(members) > self._max_group_size:
             return None
-        group = _Group(group_id=group_id, group_epoch=generation, assignment_epoch=generation)
+        group = _Group(
+            group_id=group_id, group_epoch=generation, assignment_epoch=generation, unwritten=self._unwritten
+        )
         try:
             for snap in members:
                 metadata = next((m for n, m in snap.protocols if n == protocol_name), snap.protocols[0][1])
@@ -1027,6 +1082,7 @@ class ConsumerGroups:
     def _place(self, group: _Group, member: _Member, now_ms: int) -> None:
         """Put a member that keeps what it has (its target) into ``group``, its session running."""
         group.members[member.member_id] = member
+        group.member_changed(member.member_id)
         group.target[member.member_id] = member.assigned
         member.assignment_epochs = dict.fromkeys(member.assigned, member.epoch)
         if member.instance_id is not None:
@@ -1516,8 +1572,13 @@ class ConsumerGroups:
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]
         result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
-        group.target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
+        target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
+        for member_id, parts in target.items():
+            if group.target.get(member_id) != parts:
+                group.member_changed(member_id)
+        group.target = target
         group.assignment_epoch = group.group_epoch
+        group.changed()
         group.changed_for_all()
 
     def _reconcile(
@@ -1532,6 +1593,13 @@ class ConsumerGroups:
         target = group.target.get(member.member_id, frozenset())
         if member.state is MemberState.STABLE and member.epoch == group.assignment_epoch:
             return
+        start = (
+            member.epoch,
+            member.previous_epoch,
+            member.state,
+            member.assigned,
+            member.pending_revocation,
+        )
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if owned is None or owned & member.pending_revocation:
                 return  # still revoking
@@ -1571,6 +1639,14 @@ class ConsumerGroups:
             group.owners[partition] = member.member_id
         if (member.assigned, member.pending_revocation) != before[2:]:
             group.owners_changed()
+        if (
+            member.epoch,
+            member.previous_epoch,
+            member.state,
+            member.assigned,
+            member.pending_revocation,
+        ) != start:
+            group.member_changed(member.member_id)
         if (member.epoch, member.state, member.assigned, member.pending_revocation) != before:
             events.append(
                 MembershipEvent(
@@ -1596,6 +1672,7 @@ class ConsumerGroups:
         self, group: _Group, member: _Member, events: list[MembershipEvent], *, kind: str, detail: str
     ) -> None:
         del group.members[member.member_id]
+        group.member_left(member.member_id)
         if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
             del group.static[member.instance_id]
         group.target.pop(member.member_id, None)

@@ -530,14 +530,17 @@ class ConsumerMemberSnapshot:
 
 @dataclass(frozen=True, kw_only=True)
 class ConsumerGroupSnapshot:
-    """A consumer group of the incremental protocol as stored durably, written whenever its
-    epochs, members or assignments change (its offsets are stored as every group's are)."""
+    """A consumer group of the incremental protocol as stored durably (its offsets are stored
+    as every group's are); as a write, what changed in one step: its epochs, the members that
+    changed, as they are now, and the ids of those that ``left``. As Kafka writes a record for
+    each member that changed, a step costs the store what it changed, not the group's size."""
 
     group_id: str
     group_epoch: int
     assignment_epoch: int
     members: tuple[ConsumerMemberSnapshot, ...]
     protocol_type: str = "consumer"
+    left: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

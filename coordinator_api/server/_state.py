@@ -368,6 +368,7 @@ class GroupCoordinator:
             max_group_size=self._config.consumer_group_max_size,
             classic_payloads=classic_payloads,
             resource_assignors=resource_assignors,
+            stored=stores_state,
         )
         # Timers: (deadline, sequence, kind, group id, member id); stale entries are skipped
         # when popped, so resetting a session costs no heap work.
@@ -652,19 +653,17 @@ class GroupCoordinator:
     def _consumer_groups_changed(
         self, events: list[MembershipEvent], fx: Effects, now_ms: int, *, rebalance_on_downgrade: bool = True
     ) -> None:
-        """Store every consumer group an event says changed (nothing for a plain heartbeat),
-        make it classic again if no member of the incremental protocol is left (see
-        :meth:`_downgrade`), and answer the held heartbeats of its members that now have news
-        (which may change the group again: an acknowledgement frees partitions another member
-        waits for)."""
+        """Make every consumer group an event says changed classic again if no member of the
+        incremental protocol is left (see :meth:`_downgrade`), answer the held heartbeats of
+        its members that now have news (which may change the group again: an acknowledgement
+        frees partitions another member waits for), then store what changed (nothing for a
+        plain heartbeat)."""
         while events:
             fx.events.extend(events)
             changed = list(dict.fromkeys(e.group_id for e in events if e.kind != "rejected"))
             events = []
             for group_id in changed:
                 if group_id in self._consumer_groups:
-                    if self._stores_state:
-                        fx.writes.append(self._consumer_groups.snapshot(group_id))
                     self._downgrade(group_id, now_ms, fx, rebalance=rebalance_on_downgrade)
                 held = self._held_group_heartbeats.get(group_id, {})
                 for member_id in self._held_to_look_at(group_id):
@@ -678,6 +677,8 @@ class GroupCoordinator:
                         fx.replies.append((heartbeat.ref, news))
                     else:
                         self._note_waiting_for_owners(heartbeat.request)
+        if self._stores_state:
+            fx.writes.extend(self._consumer_groups.changes())
 
     def _held_to_look_at(self, group_id: str) -> list[str]:
         """The members whose held heartbeats may have news after a change of ``group_id``

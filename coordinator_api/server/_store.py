@@ -50,7 +50,8 @@ from coordinator_api.server._quotas import QuotaChange, QuotaEntity, check_quota
 DATABASE_NAME = "coordinator.sqlite3"
 LOCK_NAME = "coordinator.lock"
 MARKER_NAME = "coordinator.state"
-_SCHEMA_VERSION = 1
+# 2: a consumer group's members in rows of their own (1 kept them in the group's document).
+_SCHEMA_VERSION = 2
 
 log = logging.getLogger("coordinator_api.server")
 
@@ -71,6 +72,12 @@ CREATE TABLE IF NOT EXISTS groups (
 CREATE TABLE IF NOT EXISTS consumer_groups (
     group_id TEXT PRIMARY KEY,
     document TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS consumer_group_members (
+    group_id TEXT NOT NULL,
+    member_id TEXT NOT NULL,
+    document TEXT NOT NULL,
+    PRIMARY KEY (group_id, member_id)
 );
 CREATE TABLE IF NOT EXISTS offsets (
     group_id TEXT NOT NULL,
@@ -163,56 +170,80 @@ def _group_from_json(group_id: str, text: str) -> GroupSnapshot:
 
 
 def _consumer_group_to_json(snap: ConsumerGroupSnapshot) -> str:
+    """The group's own document; its members are rows of their own."""
     return json.dumps(
         {
             "group_epoch": snap.group_epoch,
             "assignment_epoch": snap.assignment_epoch,
             "protocol_type": snap.protocol_type,
-            "members": [
-                {
-                    **dataclasses.asdict(m),
-                    "classic_protocols": [[name, _b64(meta)] for name, meta in m.classic_protocols],
-                    "metadata": _b64(m.metadata),
-                }
-                for m in snap.members
-            ],
         }
     )
 
 
-def _consumer_group_from_json(group_id: str, text: str) -> ConsumerGroupSnapshot:
-    doc: dict[str, Any] = json.loads(text)
+def _consumer_member_to_json(m: ConsumerMemberSnapshot) -> str:
+    return json.dumps(
+        {
+            **dataclasses.asdict(m),
+            "classic_protocols": [[name, _b64(meta)] for name, meta in m.classic_protocols],
+            "metadata": _b64(m.metadata),
+        }
+    )
 
+
+def _consumer_member_row(_label: str, group_id: str, text: str) -> tuple[str, ConsumerMemberSnapshot]:
+    return group_id, _consumer_member_from_doc(json.loads(text))
+
+
+def _consumer_member_from_doc(m: dict[str, Any]) -> ConsumerMemberSnapshot:
     def partitions(pairs: list[list[Any]]) -> tuple[tuple[str, int], ...]:
         return tuple((str(topic), int(partition)) for topic, partition in pairs)
 
+    return ConsumerMemberSnapshot(
+        **{
+            **m,
+            "topics": tuple(m["topics"]),
+            "assigned": partitions(m["assigned"]),
+            "pending_revocation": partitions(m["pending_revocation"]),
+            "target": partitions(m["target"]),
+            "assignment_epochs": tuple(
+                (str(topic), int(partition), int(epoch))
+                for topic, partition, epoch in m.get("assignment_epochs", ())
+            ),
+            "classic_protocols": tuple((name, _unb64(meta)) for name, meta in m.get("classic_protocols", ())),
+            "resources": tuple((str(name), int(count)) for name, count in m.get("resources", ())),
+            "metadata": _unb64(m.get("metadata", "")),
+        }
+    )
+
+
+def _consumer_group_from_json(
+    group_id: str, text: str, members: Iterable[ConsumerMemberSnapshot]
+) -> ConsumerGroupSnapshot:
+    doc: dict[str, Any] = json.loads(text)
+    if "members" in doc:
+        raise ValueError("its members are still in its document: they could not be moved to rows")
     return ConsumerGroupSnapshot(
         group_id=group_id,
         group_epoch=doc["group_epoch"],
         assignment_epoch=doc["assignment_epoch"],
         protocol_type=str(doc.get("protocol_type", "consumer")),
-        members=tuple(
-            ConsumerMemberSnapshot(
-                **{
-                    **m,
-                    "topics": tuple(m["topics"]),
-                    "assigned": partitions(m["assigned"]),
-                    "pending_revocation": partitions(m["pending_revocation"]),
-                    "target": partitions(m["target"]),
-                    "assignment_epochs": tuple(
-                        (str(topic), int(partition), int(epoch))
-                        for topic, partition, epoch in m.get("assignment_epochs", ())
-                    ),
-                    "classic_protocols": tuple(
-                        (name, _unb64(meta)) for name, meta in m.get("classic_protocols", ())
-                    ),
-                    "resources": tuple((str(name), int(count)) for name, count in m.get("resources", ())),
-                    "metadata": _unb64(m.get("metadata", "")),
-                }
-            )
-            for m in doc["members"]
-        ),
+        members=tuple(members),
     )
+
+
+def _members_in_rows(db: sqlite3.Connection) -> None:
+    """Schema 1 to 2: each consumer group's members, kept in its document, into rows."""
+    for group_id, text in db.execute("SELECT group_id, document FROM consumer_groups").fetchall():
+        try:
+            doc = json.loads(text)
+            members = [(group_id, str(m["member_id"]), json.dumps(m)) for m in doc.pop("members", ())]
+        except _UNREADABLE:
+            continue  # left as it is: loading it names it
+        db.executemany(
+            "INSERT OR REPLACE INTO consumer_group_members (group_id, member_id, document) VALUES (?, ?, ?)",
+            members,
+        )
+        db.execute("UPDATE consumer_groups SET document = ? WHERE group_id = ?", (json.dumps(doc), group_id))
 
 
 def _topic(name: Any, partitions: Any, topic_id: Any) -> Topic:
@@ -411,14 +442,31 @@ class SqliteStore:
                 f"{self.path} was written by a newer coordinator-api (schema {row[0]}); "
                 "upgrade coordinator-api to read it"
             )
+        elif int(row[0]) < _SCHEMA_VERSION:
+            self._db.execute("BEGIN IMMEDIATE")
+            _members_in_rows(self._db)
+            version = str(_SCHEMA_VERSION)
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
+            self._db.execute("COMMIT")
         if not held_state:
             created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
             marker.write_text(f"created {created}, schema {_SCHEMA_VERSION}\n", encoding="utf-8")
 
     def load_consumer_groups(self) -> list[ConsumerGroupSnapshot]:
         """The consumer groups of the incremental protocol a previous run stored."""
+        members: dict[str, list[ConsumerMemberSnapshot]] = {}
+        rows = self._db.execute(
+            "SELECT member_id || ' of consumer group ' || group_id, group_id, document "
+            "FROM consumer_group_members ORDER BY group_id, member_id"
+        )
+        for group_id, member in self._readable("member", rows, _consumer_member_row):
+            members.setdefault(group_id, []).append(member)
         rows = self._db.execute("SELECT group_id, document FROM consumer_groups ORDER BY group_id")
-        return list(self._readable("consumer group", rows, _consumer_group_from_json))
+        return list(
+            self._readable(
+                "consumer group", rows, lambda g, text: _consumer_group_from_json(g, text, members.get(g, ()))
+            )
+        )
 
     def _readable(
         self, what: str, rows: Iterable[tuple[Any, ...]], read: Callable[..., Any]
@@ -476,6 +524,15 @@ class SqliteStore:
                         "INSERT OR REPLACE INTO consumer_groups (group_id, document) VALUES (?, ?)",
                         (write.group_id, _consumer_group_to_json(write)),
                     )
+                    db.executemany(
+                        "INSERT OR REPLACE INTO consumer_group_members (group_id, member_id, document) "
+                        "VALUES (?, ?, ?)",
+                        [(write.group_id, m.member_id, _consumer_member_to_json(m)) for m in write.members],
+                    )
+                    db.executemany(
+                        "DELETE FROM consumer_group_members WHERE group_id = ? AND member_id = ?",
+                        [(write.group_id, member_id) for member_id in write.left],
+                    )
                 elif isinstance(write, OffsetsCommitted):
                     db.executemany(
                         "INSERT OR REPLACE INTO offsets (group_id, topic, partition, "
@@ -499,9 +556,11 @@ class SqliteStore:
                     )
                 elif isinstance(write, ConsumerGroupDowngraded):
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))
+                    db.execute("DELETE FROM consumer_group_members WHERE group_id = ?", (write.group_id,))
                 elif isinstance(write, GroupDeleted):
                     db.execute("DELETE FROM groups WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))
+                    db.execute("DELETE FROM consumer_group_members WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM offsets WHERE group_id = ?", (write.group_id,))
                 else:
                     db.execute(

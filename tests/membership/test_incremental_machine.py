@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
-from engine_checks import check_quick_looks
+from engine_checks import check_quick_looks, check_stored_changes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +72,7 @@ def make_server(hold_ms: int = 0) -> GroupCoordinator:
     )
     server = GroupCoordinator(config, server_assignors=SERVER_ASSIGNORS)
     check_quick_looks(server)
+    check_stored_changes(server)
     server.handle(
         0,
         CreateTopics(

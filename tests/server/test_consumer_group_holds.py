@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
-from engine_checks import check_quick_looks
+from engine_checks import check_quick_looks, check_stored_changes
 
 from coordinator_api import AssignmentSpec
 from coordinator_api._plugins import Resource
@@ -51,6 +51,7 @@ class Coordinator:
             config, server_assignors=SERVER_ASSIGNORS, resource_assignors={"tasks": {"chosen": to_the_chosen}}
         )
         check_quick_looks(self.state)
+        check_stored_changes(self.state)
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
         request = CreateTopics(topics=(NewTopic(name="t", num_partitions=6, replication_factor=1),))
