@@ -1573,9 +1573,10 @@ class ConsumerGroups:
         ]
         result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
         target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
-        for member_id, parts in target.items():
-            if group.target.get(member_id) != parts:
-                group.member_changed(member_id)
+        if group.unwritten is not None:
+            for member_id, parts in target.items():
+                if group.target.get(member_id) != parts:
+                    group.member_changed(member_id)
         group.target = target
         group.assignment_epoch = group.group_epoch
         group.changed()
