@@ -260,8 +260,8 @@ class _Group:
     def owners_changed(self) -> None:
         self.news = NewsSerials(self.news.group, next(_SERIALS))
 
-    def changed(self) -> None:
-        """Its epochs changed (the store must hear of it)."""
+    def epochs_changed(self) -> None:
+        """The store must hear of its epochs."""
         if self.unwritten is not None:
             self.unwritten.add(self.group_id)
 
@@ -1579,7 +1579,7 @@ class ConsumerGroups:
                     group.member_changed(member_id)
         group.target = target
         group.assignment_epoch = group.group_epoch
-        group.changed()
+        group.epochs_changed()
         group.changed_for_all()
 
     def _reconcile(

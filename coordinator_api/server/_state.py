@@ -682,11 +682,11 @@ class GroupCoordinator:
 
     def _held_to_look_at(self, group_id: str) -> list[str]:
         """The members whose held heartbeats may have news after a change of ``group_id``
-        (see :class:`NewsSerials`): all of them if the target, the members or the group epoch
-        changed since the last look; those waiting for partitions to change owners if only
-        that changed; else none. Every member moves to the group's epoch once after each
-        change, and in a group of 1,000 a look at every held heartbeat each time would cost a
-        million looks a change."""
+        (see :class:`NewsSerials`): all of them if the target changed or a member left since
+        the last look; those waiting for partitions to change owners if only that changed;
+        else none. Every member moves to the group's epoch once after each change, and in a
+        group of 1,000 a look at every held heartbeat each time would cost a million looks a
+        change."""
         held = self._held_group_heartbeats.get(group_id)
         if not held:
             return []
