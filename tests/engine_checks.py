@@ -15,6 +15,22 @@ from coordinator_api.server._messages import (
 from coordinator_api.server._state import Effects, GroupCoordinator
 
 
+def after_every_step(state: GroupCoordinator, check: Callable[[Effects], None]) -> None:
+    """Make ``state`` run ``check`` on the effects of every step it takes (a request, a timer,
+    a held request released)."""
+
+    def checked(step: Callable[..., Effects]) -> Callable[..., Effects]:
+        def checked_step(*args: Any) -> Effects:
+            fx = step(*args)
+            check(fx)
+            return fx
+
+        return checked_step
+
+    for name in ("handle", "expire", "release"):
+        setattr(state, name, checked(getattr(state, name)))
+
+
 def check_quick_looks(state: GroupCoordinator) -> None:
     """Make every shortcut of ``state`` past the held heartbeats check that the full
     reconciliation (``news_for``) finds no news where the shortcut saw none (and that it then
@@ -41,20 +57,14 @@ def check_quick_looks(state: GroupCoordinator) -> None:
                 no_news(heartbeat.request, "the news serials")
         return chosen
 
-    def nothing_held_has_news(step: Callable[..., Effects]) -> Callable[..., Effects]:
-        def checked_step(*args: Any) -> Effects:
-            fx = step(*args)
-            for held in state._held_group_heartbeats.values():
-                for heartbeat in held.values():
-                    no_news(heartbeat.request, "a held heartbeat left held")
-            return fx
-
-        return checked_step
+    def nothing_held_has_news(_: Effects) -> None:
+        for held in state._held_group_heartbeats.values():
+            for heartbeat in held.values():
+                no_news(heartbeat.request, "a held heartbeat left held")
 
     setattr(groups, "still_nothing_new", checked)  # noqa: B010 (a method of this one object)
     setattr(state, "_held_to_look_at", checked_group)  # noqa: B010
-    for name in ("handle", "expire", "release"):
-        setattr(state, name, nothing_held_has_news(getattr(state, name)))
+    after_every_step(state, nothing_held_has_news)
 
 
 def check_stored_changes(state: GroupCoordinator) -> None:
@@ -64,46 +74,40 @@ def check_stored_changes(state: GroupCoordinator) -> None:
     stored stale, and come back so after a restart."""
     stored: dict[str, tuple[tuple[int, int, str], dict[str, ConsumerMemberSnapshot]]] = {}
 
-    def checked(step: Callable[..., Effects]) -> Callable[..., Effects]:
-        def checked_step(*args: Any) -> Effects:
-            fx = step(*args)
-            for write in fx.writes:
-                if isinstance(write, ConsumerGroupSnapshot):
-                    members = stored.get(write.group_id, ((0, 0, ""), {}))[1]
-                    members.update((m.member_id, m) for m in write.members)
-                    for member_id in write.left:
-                        members.pop(member_id, None)
-                    epochs = (write.group_epoch, write.assignment_epoch, write.protocol_type)
-                    stored[write.group_id] = (epochs, members)
-                elif isinstance(write, ConsumerGroupDowngraded | GroupDeleted):
-                    stored.pop(write.group_id, None)
-            groups = state._consumer_groups
-            for group_id in groups._groups:
-                whole = groups.snapshot(group_id)
-                epochs = (whole.group_epoch, whole.assignment_epoch, whole.protocol_type)
-                if group_id not in stored:
-                    assert not whole.members, f"{group_id} has members but was never stored"
-                    continue
-                assert stored[group_id][0] == epochs, f"{group_id}'s epochs are stored stale"
-                members = stored[group_id][1]
-                in_store, in_group = sorted(members), [m.member_id for m in whole.members]
-                assert in_store == in_group, f"{group_id}'s members: {in_store} stored, {in_group} held"
-                for member in whole.members:
-                    old = members[member.member_id]
-                    stale = {k: (getattr(old, k), v) for k, v in vars(member).items() if getattr(old, k) != v}
-                    assert not stale, f"{member.member_id} is stored stale: {stale}"
-            return fx
+    def epochs(group: ConsumerGroupSnapshot) -> tuple[int, int, str]:
+        return group.group_epoch, group.assignment_epoch, group.protocol_type
 
-        return checked_step
+    def writes_add_up(fx: Effects) -> None:
+        for write in fx.writes:
+            if isinstance(write, ConsumerGroupSnapshot):
+                members = stored.get(write.group_id, ((0, 0, ""), {}))[1]
+                members.update((m.member_id, m) for m in write.members)
+                for member_id in write.left:
+                    members.pop(member_id, None)
+                stored[write.group_id] = (epochs(write), members)
+            elif isinstance(write, ConsumerGroupDowngraded | GroupDeleted):
+                stored.pop(write.group_id, None)
+        groups = state._consumer_groups
+        for group_id in groups._groups:
+            whole = groups.snapshot(group_id)
+            if group_id not in stored:
+                assert not whole.members, f"{group_id} has members but was never stored"
+                continue
+            assert stored[group_id][0] == epochs(whole), f"{group_id}'s epochs are stored stale"
+            members = stored[group_id][1]
+            in_store, in_group = sorted(members), [m.member_id for m in whole.members]
+            assert in_store == in_group, f"{group_id}'s members: {in_store} stored, {in_group} held"
+            for member in whole.members:
+                old = members[member.member_id]
+                stale = {k: (getattr(old, k), v) for k, v in vars(member).items() if getattr(old, k) != v}
+                assert not stale, f"{member.member_id} is stored stale: {stale}"
 
     def restored(*args: Any, **kwargs: Any) -> None:
         restore(*args, **kwargs)
         for group_id in state._consumer_groups._groups:
             whole = state._consumer_groups.snapshot(group_id)
-            epochs = (whole.group_epoch, whole.assignment_epoch, whole.protocol_type)
-            stored[group_id] = (epochs, {m.member_id: m for m in whole.members})  # as it was read
+            stored[group_id] = (epochs(whole), {m.member_id: m for m in whole.members})  # as read
 
     restore = state.restore
     setattr(state, "restore", restored)  # noqa: B010 (a method of this one object)
-    for name in ("handle", "expire", "release"):
-        setattr(state, name, checked(getattr(state, name)))
+    after_every_step(state, writes_add_up)
