@@ -1406,12 +1406,20 @@ class ConsumerGroups:
         )
 
     def news_for(
-        self, req: ConsumerGroupHeartbeat, now_ms: int
+        self, req: ConsumerGroupHeartbeat, now_ms: int, *, hold_over: bool = False
     ) -> tuple[ConsumerGroupHeartbeatResult | None, list[MembershipEvent]]:
         """Reconcile the member of a held heartbeat as if it had sent ``req`` again now, without
         touching its session (it sent nothing new): the answer if the member has news (a new
         epoch, partitions to give up or to take, it is no longer in the group, or, if it asked
-        who owns the resources, they moved), else None."""
+        who owns the resources, they moved), else None.
+
+        While the hold lasts a new epoch alone is not news (see below). With ``hold_over`` (the
+        hold has ended, or the client sent another request) the answer is going out anyway, so
+        it says what a broker answering the heartbeat now would: the member moves to the new
+        epoch with it. Its next heartbeat then carries that epoch and is held again; told the
+        old epoch, a client that waits an interval after each answer (Kafka's, librdkafka's)
+        would send it once more, be answered the new epoch at once, and spend the whole next
+        interval without a held heartbeat, hearing of a second change only at its end."""
         events: list[MembershipEvent] = []
         group = self._groups.get(req.group_id)
         try:
@@ -1429,10 +1437,10 @@ class ConsumerGroups:
         # the new target now, so that the held heartbeats learn of it at once.
         self._maybe_compute_target(group, now_ms)
         owners_moved = req.list_owners and self._owners(group) != req.owners_known
-        if self._only_a_new_epoch(group, member, owned) and not owners_moved:
-            # Nothing moves for it: its new epoch waits for its next heartbeat, as on Kafka's
-            # brokers (until then its commits carry the epoch it has, which stays valid). Answering
-            # every held member at each change would cost the whole group a round trip per change.
+        if not hold_over and self._only_a_new_epoch(group, member, owned) and not owners_moved:
+            # Nothing moves for it: its new epoch waits for the end of its hold (until then its
+            # commits carry the epoch it has, which stays valid). Answering every held member at
+            # each change would cost the whole group a round trip per change.
             return None, events
         self._reconcile(group, member, owned, now_ms, events)
         owners_moved = req.list_owners and self._owners(group) != req.owners_known

@@ -759,9 +759,10 @@ class GroupCoordinator:
         return (group_id, member_id) if heartbeat is not None and heartbeat.ref == ref else None
 
     def _answer_held_group_heartbeat(self, group_id: str, member_id: str, now_ms: int, fx: Effects) -> None:
-        """The hold is over: answer with the news if there is some, else as at its arrival."""
+        """The hold is over: answer with the news if there is some (a new epoch included), else
+        as at its arrival."""
         heartbeat = self._unhold_group_heartbeat(group_id, member_id)
-        news, events = self._consumer_groups.news_for(heartbeat.request, now_ms)
+        news, events = self._consumer_groups.news_for(heartbeat.request, now_ms, hold_over=True)
         fx.replies.append((heartbeat.ref, news if news is not None else heartbeat.answer))
         self._consumer_groups_changed(events, fx, now_ms)
 
