@@ -3,7 +3,10 @@
 
 A group of N members consumes one topic of ``--partitions-per-member`` x N partitions. Once it
 is stable, one member joins (scale out), the group settles, then one of the original members
-leaves (scale in). For each change the bench measures, from the members' point of view:
+leaves (scale in). With ``--changes`` the bench can also measure a second member joining one
+heartbeat interval after a first (``scale-out-2``, as in a rolling start: the first change is
+still reaching the members when the second comes); the two then leave, unmeasured. For each
+change the bench measures, from the members' point of view:
 
 * **partition-seconds without an owner**: the number of partitions that no member owns,
   integrated over time from the change until the group is stable again;
@@ -141,7 +144,8 @@ VARIANTS = {
 }
 OURS = "ours"
 PEERS = ("kafka", "mock", "classic-held", "classic")
-SCENARIOS = ("scale-out", "scale-in")
+SCENARIOS = ("scale-out", "scale-in", "scale-out-2")
+DEFAULT_SCENARIOS = SCENARIOS[:2]
 QUIET_INTERVALS = 1.5  # a group is stable once nothing changed for this many heartbeat intervals
 
 
@@ -1100,35 +1104,47 @@ async def run_trial(
     leaver: Member | None,
     server_pid: int | None = None,
 ) -> dict[str, Any]:
-    """One change (a member joins, or ``leaver`` leaves) and what it cost until stable again."""
+    """One change (a member joins, or ``leaver`` leaves, or a second member joins an interval
+    after a first) and what it cost until stable again."""
     g = group
-    joiner_conn = await connect(g.address) if scenario == "scale-out" else None
+    joins = scenario in ("scale-out", "scale-out-2")
+    joiner_conn = await connect(g.address) if joins else None
+    if scenario == "scale-out-2":
+        # The first join, not measured; the measured one comes an interval after it, while the
+        # first is still reaching the members (every member moves to its epoch within about
+        # an interval).
+        first = new_member(g, await connect(g.address))
+        g.members.append(first)
+        g.touched()
+        first.start(0.0)
+        await asyncio.sleep(g.interval_s)
     requests0, errors0 = g.requests, Counter(g.errors)
+    members_before = len(g.members)
     before = [sorted(m.owned) for m in g.members] if size <= 10 else None
     cpu = CpuWindow(server_pid)
     g.ownership.open_window()
     t0 = now()
-    if scenario == "scale-out":
+    if joins:
         assert joiner_conn is not None
         joiner = new_member(g, joiner_conn)
         g.members.append(joiner)
         g.touched()
         joiner.start(0.0)
-        expected = size + 1
+        expected = members_before + 1
     else:
         assert leaver is not None
         g.members.remove(leaver)
         g.touched()
         await leaver.leave()
         leaver.conn.close()
-        expected = size
+        expected = members_before - 1
     settled_at = await settle(g, quiet_s, timeout_s, expected)
     g.ownership.close_window()
     o = g.ownership
     all_owned_at = o.last_all_owned if o.last_all_owned >= t0 else t0
     return {
         "scenario": scenario,
-        "members_before": size if scenario == "scale-out" else size + 1,
+        "members_before": members_before,
         "members_after": expected,
         "stable_ms": (settled_at - t0) * 1000,
         "all_owned_ms": (all_owned_at - t0) * 1000,
@@ -1195,7 +1211,7 @@ async def measure_variant(
                 group = new_group()
         originals = list(group.members)
         for repeat in range(args.repeats):
-            for scenario in SCENARIOS:
+            for scenario in args.changes:
                 leaver = None
                 if scenario == "scale-in":
                     present = [m for m in originals if m in group.members]
@@ -1217,6 +1233,8 @@ async def measure_variant(
                     f"max owners {trial['max_owners']}, errors {trial['errors'] or 0}",
                     flush=True,
                 )
+                if scenario == "scale-out-2":
+                    await leave_unmeasured(group, group.members[-2:], quiet_s, args.trial_timeout)
         out["final"] = {
             "members": len(group.members),
             "owned_exactly_once": group.ownership.owned_exactly_once(),
@@ -1231,6 +1249,16 @@ async def measure_variant(
         out["errors"] = dict(group.errors)
         await dissolve(group)
     return out
+
+
+async def leave_unmeasured(group: Group, leavers: list[Member], quiet_s: float, timeout_s: float) -> None:
+    """``leavers`` leave, and the group settles again, outside any trial."""
+    for m in leavers:
+        group.members.remove(m)
+        group.touched()
+        await m.leave()
+        m.conn.close()
+    await settle(group, quiet_s, timeout_s, len(group.members))
 
 
 async def dissolve(group: Group) -> None:
@@ -1617,7 +1645,7 @@ async def real_client_check(
             real.start(member)
         await settled(2 * args.trial_timeout)
         rng = random.Random(args.seed)
-        for scenario in SCENARIOS:
+        for scenario in DEFAULT_SCENARIOS:
             await asyncio.sleep(rng.uniform(0, args.heartbeat_interval_ms / 1000))
             t0 = now()
             if scenario == "scale-out":
@@ -1748,6 +1776,11 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
 # --- the table ------------------------------------------------------------------------------------
 
 
+def report_changes(report: dict[str, Any]) -> list[str]:
+    """The changes a report measured (``--changes``; reports from before it: the default)."""
+    return list(dict.fromkeys(report.get("config", {}).get("changes") or DEFAULT_SCENARIOS))
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -1756,7 +1789,7 @@ def summarize(report: dict[str, Any]) -> dict[tuple[int, str, str], dict[str, An
     """(members, scenario, variant) -> medians of the trials; 'not supported' and failures kept."""
     out: dict[tuple[int, str, str], dict[str, Any]] = {}
     for g in report["groups"]:
-        for scenario in SCENARIOS:
+        for scenario in report_changes(report):
             key = (g["members"], scenario, g["variant"])
             if g.get("not_supported"):
                 out[key] = {"not_supported": True}
@@ -1818,7 +1851,7 @@ def table(report: dict[str, Any], variants: list[str]) -> str:
     sizes = sorted({g["members"] for g in report["groups"]})
     for metric, label, unit in METRICS:
         for size in sizes:
-            for scenario in SCENARIOS:
+            for scenario in report_changes(report):
                 cells = {v: summary.get((size, scenario, v)) for v in shown}
                 row = [label, f"{size:,}", scenario, *(_cell(cells[v], metric, unit) for v in shown)]
                 if OURS in variants:
@@ -1959,7 +1992,7 @@ def goals(report: dict[str, Any]) -> list[str]:
         if g["variant"] == OURS and g.get("failure"):
             lines.append(f"N={g['members']:,}: not measured on the embedded coordinator: {g['failure']}")
     for size in sizes:
-        for scenario in SCENARIOS:
+        for scenario in report_changes(report):
             ours = summary.get((size, scenario, OURS)) or {}
             for classic in ("classic", "classic-held"):
                 peer = summary.get((size, scenario, classic)) or {}
@@ -2016,6 +2049,13 @@ def _variants(text: str) -> list[str]:
     return [k for k in VARIANTS if k in chosen]
 
 
+def _changes(text: str) -> list[str]:
+    chosen = [x for x in text.split(",") if x]
+    if set(chosen) - set(SCENARIOS) or not chosen:
+        raise argparse.ArgumentTypeError(f"known changes: {', '.join(SCENARIOS)}")
+    return chosen
+
+
 def _servers(text: str) -> list[str]:
     chosen = [x for x in text.split(",") if x]
     if set(chosen) - {EMBEDDED, MOCK, KAFKA}:
@@ -2034,7 +2074,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--variants", type=_variants, default=list(VARIANTS), help="comma list of " + ",".join(VARIANTS)
     )
-    p.add_argument("--repeats", type=int, default=3, help="scale-out + scale-in pairs per group")
+    p.add_argument(
+        "--changes",
+        type=_changes,
+        default=list(DEFAULT_SCENARIOS),
+        help="comma list of the changes each repeat makes, in order: scale-out, scale-in, and "
+        "scale-out-2 (a second member joins an interval after a first; the two then leave, "
+        "unmeasured); default scale-out,scale-in",
+    )
+    p.add_argument("--repeats", type=int, default=3, help="rounds of --changes per group")
     p.add_argument(
         "--heartbeat-interval-ms",
         type=int,

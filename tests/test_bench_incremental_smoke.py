@@ -126,3 +126,32 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
     assert "ConsumerGroupHeartbeats answered per second" in done.stdout
     # The goals are stated, met or not, for both changes.
     assert len(report["goals"]) == 2 * (2 + 2), report["goals"]
+
+
+@pytest.mark.timeout(120)
+def test_a_second_join_an_interval_after_a_first_is_measured(tmp_path: Path) -> None:
+    # --changes scale-out-2: a member joins a group of 4, and a second one an interval later,
+    # while the first change is still reaching the members; only the second is measured, and
+    # both leave again before the group's end.
+    output = tmp_path / "second.json"
+    done = run_bench(
+        "bench_incremental.py",
+        *("--members", "4", "--repeats", "1", "--heartbeat-interval-ms", "300"),
+        *("--session-timeout-ms", "3000", "--rebalance-timeout-ms", "10000", "--trial-timeout", "60"),
+        *("--heartbeat-members", "0", "--real-clients", "0", "--variants", "ours,classic-held"),
+        *("--changes", "scale-out-2", "--output", str(output)),
+        timeout_s=110,
+    )
+    report = json.loads(output.read_text())
+    for group in report["groups"]:
+        (trial,) = group["trials"]
+        assert trial["scenario"] == "scale-out-2", trial
+        assert (trial["members_before"], trial["members_after"]) == (MEMBERS + 1, MEMBERS + 2), trial
+        assert trial["max_owners"] == 1 and trial["overlap_partition_seconds"] == 0, trial
+        assert trial["owners_per_partition"] == {"1": PARTITIONS}, trial
+        assert trial["partitions_acquired"] >= PARTITIONS // (MEMBERS + 2), trial  # the newcomer's share
+        assert finite(trial["unowned_partition_seconds"]) > 0, trial
+        assert group["final"]["members"] == MEMBERS and group["final"]["owned_exactly_once"], group
+    rows = [line for line in done.stdout.splitlines() if re.match(r"^\| (partition|time)", line)]
+    changes = [row.split("|")[3].strip() for row in rows]
+    assert changes == ["scale-out-2"] * 3, done.stdout
