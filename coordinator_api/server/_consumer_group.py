@@ -202,6 +202,12 @@ def _subscription_of(member: _Member) -> tuple[object, ...]:
     return (member.topics, member.regex, member.resources, member.metadata)
 
 
+def _reconciled(member: _Member) -> tuple[object, ...]:
+    """What of a member a reconciliation can change that the store keeps (its assignment
+    epochs change only with these)."""
+    return (member.epoch, member.previous_epoch, member.state, member.assigned, member.pending_revocation)
+
+
 #: The serials of every group's changes (see :class:`NewsSerials`): unique across groups, so a
 #: group made again under an id never repeats one its predecessor had.
 _SERIALS = itertools.count(1)
@@ -1602,13 +1608,7 @@ class ConsumerGroups:
         target = group.target.get(member.member_id, frozenset())
         if member.state is MemberState.STABLE and member.epoch == group.assignment_epoch:
             return
-        start = (
-            member.epoch,
-            member.previous_epoch,
-            member.state,
-            member.assigned,
-            member.pending_revocation,
-        )
+        start = _reconciled(member)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             if owned is None or owned & member.pending_revocation:
                 return  # still revoking
@@ -1648,13 +1648,7 @@ class ConsumerGroups:
             group.owners[partition] = member.member_id
         if (member.assigned, member.pending_revocation) != before[2:]:
             group.owners_changed()
-        if (
-            member.epoch,
-            member.previous_epoch,
-            member.state,
-            member.assigned,
-            member.pending_revocation,
-        ) != start:
+        if _reconciled(member) != start:
             group.member_changed(member.member_id)
         if (member.epoch, member.state, member.assigned, member.pending_revocation) != before:
             events.append(
