@@ -8,8 +8,8 @@ from typing import Any
 from coordinator_api._errors import ConfigurationError
 from coordinator_api.server._acls import check_principal
 
-#: The most bytes asyncio's transports read from a socket at once (selector_events' and
-#: sslproto's max_size): how far past the request budget one read could take the server.
+#: The most bytes the embedded coordinator reads from a connection at once (the size of the
+#: buffer its connections read into): how far past the request budget one read could take it.
 READ_BYTES = 256 * 1024
 
 
