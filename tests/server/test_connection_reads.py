@@ -4,14 +4,22 @@ connection read must be its own, whole, however the reads of several connections
 from __future__ import annotations
 
 import asyncio
+import ssl
 import uuid
+from pathlib import Path
 
+import pytest
+import trustme
+from certificates import issue_pki
+
+from coordinator_api import TlsSettings
 from coordinator_api.server import CoordinatorConfig
+from coordinator_api.server._config import READ_BYTES
 from coordinator_api.server._server import CoordinatorServer
 from coordinator_api.server.schemas import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
 
-def join(member_id: str, correlation_id: int) -> bytes:
+def join(member_id: str, correlation_id: int, topics: list[str] | None = None) -> bytes:
     request = ConsumerGroupHeartbeatRequest(
         version=1,
         group_id="g",
@@ -20,7 +28,7 @@ def join(member_id: str, correlation_id: int) -> bytes:
         instance_id=None,
         rack_id=None,
         rebalance_timeout_ms=30000,
-        subscribed_topic_names=["t"],
+        subscribed_topic_names=topics or ["t"],
         subscribed_topic_regex=None,
         server_assignor=None,
         topic_partitions=[],
@@ -56,6 +64,35 @@ def test_requests_split_across_reads_on_several_connections_each_arrive_whole() 
             assert await asyncio.wait_for(answer(ra), 10) == (7, a)
             for w in (wa, wb):
                 w.close()
+        finally:
+            await server.close()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("over_tls", [False, True], ids=["plain", "tls"])
+def test_a_request_larger_than_one_read_arrives_whole(over_tls: bool, tmp_path: Path) -> None:
+    """A subscription to thousands of topics, three reads' worth: asyncio fills the buffer, hands
+    it over, and reads the rest into it again (over TLS too, where the TLS layer does the reads)."""
+    pki = issue_pki(trustme.CA(), tmp_path)
+    tls = TlsSettings(certfile=pki["server"]) if over_tls else None
+    client_tls = ssl.create_default_context(cafile=str(pki["ca"])) if over_tls else None
+    topics = ["t"] + [f"topic-{i:06d}-{'x' * 20}" for i in range(3 * READ_BYTES // 30)]
+    member = uuid.uuid4().hex
+    request = join(member, 5, topics)
+    assert len(request) > 2 * READ_BYTES
+
+    async def run() -> None:
+        config = CoordinatorConfig(initial_rebalance_delay_ms=0)
+        server = CoordinatorServer(config=config, topics={"t": 4}, tls=tls)
+        await server.start()
+        try:
+            port = server.ports[server.listeners[0].name]
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_tls)
+            writer.write(request)
+            await writer.drain()
+            assert await asyncio.wait_for(answer(reader), 30) == (5, member)
+            writer.close()
         finally:
             await server.close()
 
