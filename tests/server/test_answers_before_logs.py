@@ -12,9 +12,10 @@ import logging
 import uuid
 from typing import Any
 
+from wire_requests import consumer_group_join
+
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._server import CoordinatorServer, _Connection
-from coordinator_api.server.schemas import ConsumerGroupHeartbeatRequest
 
 
 class RecordingTransport(asyncio.Transport):
@@ -41,24 +42,6 @@ class RecordingTransport(asyncio.Transport):
         pass
 
 
-def join(member_id: str, correlation_id: int) -> bytes:
-    request = ConsumerGroupHeartbeatRequest(
-        version=1,
-        group_id="g",
-        member_id=member_id,
-        member_epoch=0,
-        instance_id=None,
-        rack_id=None,
-        rebalance_timeout_ms=30000,
-        subscribed_topic_names=["t"],
-        subscribed_topic_regex=None,
-        server_assignor=None,
-        topic_partitions=[],
-    )
-    request.with_header(correlation_id=correlation_id, client_id="c")
-    return bytes(request.encode(header=True, framed=True))
-
-
 def test_a_join_is_answered_before_its_membership_events_are_logged() -> None:
     async def run() -> list[tuple[str, int]]:
         server = CoordinatorServer(config=CoordinatorConfig(initial_rebalance_delay_ms=0), topics={"t": 4})
@@ -79,7 +62,7 @@ def test_a_join_is_answered_before_its_membership_events_are_logged() -> None:
         try:
             conn = _Connection(server, server.listeners[0])
             conn.connection_made(transport)
-            request = join(uuid.uuid4().hex, 1)
+            request = consumer_group_join(uuid.uuid4().hex, 1)
             conn.get_buffer(len(request))[: len(request)] = request  # as asyncio reads it
             conn.buffer_updated(len(request))
             await asyncio.sleep(0)  # whatever the server left for the loop's next turn

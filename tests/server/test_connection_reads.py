@@ -11,30 +11,13 @@ from pathlib import Path
 import pytest
 import trustme
 from certificates import issue_pki
+from wire_requests import consumer_group_join
 
 from coordinator_api import TlsSettings
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._config import READ_BYTES
 from coordinator_api.server._server import CoordinatorServer
-from coordinator_api.server.schemas import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
-
-
-def join(member_id: str, correlation_id: int, topics: list[str] | None = None) -> bytes:
-    request = ConsumerGroupHeartbeatRequest(
-        version=1,
-        group_id="g",
-        member_id=member_id,
-        member_epoch=0,
-        instance_id=None,
-        rack_id=None,
-        rebalance_timeout_ms=30000,
-        subscribed_topic_names=topics or ["t"],
-        subscribed_topic_regex=None,
-        server_assignor=None,
-        topic_partitions=[],
-    )
-    request.with_header(correlation_id=correlation_id, client_id="c")
-    return bytes(request.encode(header=True, framed=True))
+from coordinator_api.server.schemas import ConsumerGroupHeartbeatResponse
 
 
 async def answer(reader: asyncio.StreamReader) -> tuple[int, str]:
@@ -52,11 +35,11 @@ def test_requests_split_across_reads_on_several_connections_each_arrive_whole() 
             port = server.ports[server.listeners[0].name]
             (ra, wa), (rb, wb) = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
             a, b = uuid.uuid4().hex, uuid.uuid4().hex
-            first = join(a, 7)
+            first = consumer_group_join(a, 7)
             wa.write(first[:30])  # A's request, the first part
             await wa.drain()
             await asyncio.sleep(0.05)  # read by the server before B's
-            wb.write(join(b, 9))
+            wb.write(consumer_group_join(b, 9))
             await wb.drain()
             assert await asyncio.wait_for(answer(rb), 10) == (9, b)
             wa.write(first[30:])  # the rest, read after B's whole request
@@ -79,7 +62,7 @@ def test_a_request_larger_than_one_read_arrives_whole(over_tls: bool, tmp_path: 
     client_tls = ssl.create_default_context(cafile=str(pki["ca"])) if over_tls else None
     topics = ["t"] + [f"topic-{i:06d}-{'x' * 20}" for i in range(3 * READ_BYTES // 30)]
     member = uuid.uuid4().hex
-    request = join(member, 5, topics)
+    request = consumer_group_join(member, 5, topics)
     assert len(request) > 2 * READ_BYTES
 
     async def run() -> None:
