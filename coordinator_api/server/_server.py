@@ -523,8 +523,8 @@ class CoordinatorServer:
         if key in self._heartbeats.APIS and not debug:
             request = self._heartbeats.request(frame, payload, conn.client_host)
         elif api.to_request is not None and not (key is ApiKey.OFFSET_FETCH and frame.api_version >= 8):
-            if key is ApiKey.OFFSET_COMMIT and frame.api_version >= 10:
-                request, respond = self._offset_commit_by_id(conn, frame, payload)
+            if key is ApiKey.OFFSET_COMMIT:
+                request, respond = self._offset_commit(conn, frame, payload)
             else:
                 request = _wire.read_request(frame, payload, conn.client_host)
             if debug:
@@ -561,19 +561,19 @@ class CoordinatorServer:
         conn.busy_ref = ref
         self._apply(self.state.handle(ref, request, self._now_ms()))
 
-    def _offset_commit_by_id(
+    def _offset_commit(
         self, conn: _Connection, frame: _wire.Frame, payload: bytes
     ) -> tuple[Request, _Respond]:
-        """An OffsetCommit v10, whose topics are named by id: named from the coordinator's
-        topics before anything else (Kafka's KafkaApis does so from its metadata), and answered
-        by id, an unknown id UNKNOWN_TOPIC_ID."""
-        request, asked = _wire.read_offset_commit_by_id(
-            frame, payload, conn.client_host, self.state.topic_names()
-        )
+        """An OffsetCommit, answered in the shape Kafka's KafkaApis gives it (see
+        :func:`_wire.offset_commit_response`); v10 names its topics by id: named from the
+        coordinator's topics before anything else (Kafka's KafkaApis does so from its metadata),
+        and answered by id, an unknown id UNKNOWN_TOPIC_ID."""
+        request, asked = _wire.read_offset_commit(frame, payload, conn.client_host, self.state.topic_names())
 
         def respond(result: Result) -> Any:
             assert isinstance(result, OffsetCommitResult)
-            return _wire.offset_commit_response_by_id(frame, result, self._topic_ids([result]), asked)
+            ids = self._topic_ids([result]) if frame.api_version >= 10 else {}
+            return _wire.offset_commit_response(frame, result, ids, asked)
 
         return request, respond
 

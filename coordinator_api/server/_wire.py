@@ -9,6 +9,7 @@ wire version.
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -219,24 +220,29 @@ def name_topics(topics: list[Any] | None, names: Mapping[bytes, str]) -> list[An
     return unknown
 
 
-def read_offset_commit_by_id(
+def read_offset_commit(
     frame: Frame, payload: bytes, client_host: str, names: Mapping[bytes, str]
 ) -> tuple[Request, list[Any]]:
-    """An OffsetCommit v10 in the state machine's terms, its topics named (see
-    :func:`name_topics`), and its topics as asked for, for :func:`offset_commit_response_by_id`."""
+    """An OffsetCommit in the state machine's terms (v10's topics named, see
+    :func:`name_topics`), and its topic entries as asked, for :func:`offset_commit_response`."""
     message = decode(frame, payload)
     asked = list(message.topics)
-    name_topics(message.topics, names)
+    if frame.api_version >= 10:
+        name_topics(message.topics, names)
     return _readable(frame, message, client_host), asked
 
 
-def offset_commit_response_by_id(
+def offset_commit_response(
     frame: Frame, result: OffsetCommitResult, ids: Mapping[str, bytes], asked: list[Any]
 ) -> Any:
-    """OffsetCommit v10's answer, its topics named by id, in Kafka 4.3's order: first what
-    failed its checks, topic by topic in the order asked (an unknown id's partitions
-    UNKNOWN_TOPIC_ID, a partition that does not exist or a topic the client may not read as
-    ``result`` answers it), then the rest of ``result``, into the same topic's entry."""
+    """OffsetCommit's answer as Kafka 4.3's KafkaApis builds it. When nothing fails its own
+    checks (a topic id it does not know, v10; a partition that does not exist; a topic the
+    client may not read), the answer is the group coordinator's: an entry per topic entry asked
+    with partitions, in the order asked, a topic asked twice answered twice. Otherwise what
+    failed comes first, topic by topic in the order asked (an unknown id's partitions
+    UNKNOWN_TOPIC_ID), and the rest of ``result`` joins its topic's entry: one entry per topic.
+    v10 names the topics by id (``ids``: name -> id)."""
+    by_id = frame.api_version >= 10
     failing = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     failed: dict[str, list[tuple[int, ErrorCode]]] = {}
     for name, partition, error in result.errors:
@@ -244,26 +250,37 @@ def offset_commit_response_by_id(
             failed.setdefault(name, []).append((partition, error))
     by_topic: dict[Any, list[tuple[int, ErrorCode]]] = {}
     for topic in asked:
-        if topic.name == "":  # named by name_topics only when its id is known
+        if by_id and topic.name == "":  # named by name_topics only when its id is known
             partitions = [(p.partition_index, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
             by_topic.setdefault(topic.topic_id, []).extend(partitions)
         elif topic.name in failed and topic.name not in by_topic:
             by_topic[topic.name] = failed[topic.name]
-    for name, partition, error in result.errors:
-        if error not in failing:
-            by_topic.setdefault(name, []).append((partition, error))
+    entries: list[tuple[Any, list[tuple[int, ErrorCode]]]]
+    if by_topic:
+        for name, partition, error in result.errors:
+            if error not in failing:
+                by_topic.setdefault(name, []).append((partition, error))
+        entries = list(by_topic.items())
+    else:
+        answers = iter(result.errors)  # one per partition, in the order asked
+        entries = [
+            (topic.name, [(p, e) for _, p, e in itertools.islice(answers, len(topic.partitions))])
+            for topic in asked
+            if topic.partitions
+        ]
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     partition_cls = topic_cls.OffsetCommitResponsePartition
+
+    def entry(key: Any, partitions: list[tuple[int, ErrorCode]]) -> Any:
+        answered = [partition_cls(partition_index=p, error_code=e) for p, e in partitions]
+        if not by_id:
+            return topic_cls(name=key, partitions=answered)
+        return topic_cls(topic_id=_uuid(ids[key]) if isinstance(key, str) else key, partitions=answered)
+
     return OffsetCommitResponse(
         version=frame.api_version,
         throttle_time_ms=0,
-        topics=[
-            topic_cls(
-                topic_id=_uuid(ids[key]) if isinstance(key, str) else key,
-                partitions=[partition_cls(partition_index=p, error_code=e) for p, e in partitions],
-            )
-            for key, partitions in by_topic.items()
-        ],
+        topics=[entry(key, partitions) for key, partitions in entries],
     )
 
 
@@ -1339,25 +1356,9 @@ def to_response(frame: Frame, result: Result) -> Any:
                 for m in result.members
             ],
         )
-    if isinstance(result, OffsetCommitResult):
-        by_topic: dict[str, list[Any]] = {}
-        for topic, partition, error in result.errors:
-            by_topic.setdefault(topic, []).append(
-                OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition(
-                    partition_index=partition, error_code=error
-                )
-            )
-        return OffsetCommitResponse(
-            version=v,
-            throttle_time_ms=0,
-            topics=[
-                OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=parts)
-                for name, parts in by_topic.items()
-            ],
-        )
     if isinstance(result, OffsetFetchResult):
         topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
-        by_topic = {}
+        by_topic: dict[str, list[Any]] = {}
         for o in _offsets_answered(v, result):
             by_topic.setdefault(o.topic, []).append(
                 topic_cls.OffsetFetchResponsePartition(

@@ -5,7 +5,9 @@ The same requests go to the suite's Kafka cluster and to the embedded coordinato
 the topics by the ids that server gave them (Metadata v12); every answer is reduced to what a
 client reads, ids put back as the names they stand for, and the two compared. A commit's answer
 is compared in order (Kafka answers the topics and partitions that fail its checks first); a
-fetch's as a set (Kafka lists a group's topics in its own hash order).
+fetch's as a set (Kafka lists a group's topics in its own hash order). A topic asked twice in
+one commit is answered twice, as the group coordinator answers each entry, unless something
+failed KafkaApis's own checks: its answer then has one entry per topic.
 """
 
 from __future__ import annotations
@@ -154,6 +156,20 @@ def battery(server: Server, group: str) -> list[tuple[str, object]]:
         ),
         ("commit a 1 and 7 (no partition 7)", lambda: server.commit(group, [("a", [1, 7])])),
         ("commit the zero id", lambda: server.commit(group, [(ZERO, [0])])),
+        ("commit a 0, then a again, 1", lambda: server.commit(group, [("a", [0]), ("a", [1])])),
+        (
+            "commit a 7 (no partition 7), then b, then a again, 0",
+            lambda: server.commit(group, [("a", [7]), ("b", [0]), ("a", [0])]),
+        ),
+        ("commit an unknown id twice", lambda: server.commit(group, [(UNKNOWN, [0]), (UNKNOWN, [1])])),
+        (
+            "commit v9 by name, a 0, then a again, 1",
+            lambda: server.commit(group, [("a", [0]), ("a", [1])], version=9),
+        ),
+        (
+            "commit v9 by name, a 0, then a again, 1 and 7",
+            lambda: server.commit(group, [("a", [0]), ("a", [1, 7])], version=9),
+        ),
         ("commit a with no partition", lambda: server.commit(group, [("a", [])])),
         (
             "commit v9 by name, a 1 and 7",
@@ -195,6 +211,9 @@ def test_offsets_named_by_topic_id_are_answered_as_kafka_answers_them(kafka: Kaf
         ("a", [(0, 0)]),
     ]
     assert answers["commit a 1 and 7 (no partition 7)"] == [("a", [(7, 3), (1, 0)])]
+    # A topic asked twice: answered twice when nothing fails Kafka's own checks, else once.
+    assert answers["commit a 0, then a again, 1"] == [("a", [(0, 0)]), ("a", [(1, 0)])]
+    assert answers["commit v9 by name, a 0, then a again, 1 and 7"] == [("a", [(7, 3), (0, 0), (1, 0)])]
     # What fails Kafka's own checks first, in the order asked; the group's refusal for the rest.
     assert answers["commit with a generation to a group that does not exist"] == [
         ("a", [(7, 3), (0, 69)]),
