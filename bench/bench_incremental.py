@@ -1045,6 +1045,23 @@ def new_member(group: Group, conn: Connection) -> Member:
     return ClassicMember(group, conn)
 
 
+def join_now(group: Group, conn: Connection) -> Member:
+    """A new member on ``conn`` joins ``group`` at once."""
+    member = new_member(group, conn)
+    group.members.append(member)
+    group.touched()
+    member.start(0.0)
+    return member
+
+
+async def leave_now(group: Group, member: Member) -> None:
+    """``member`` leaves ``group`` and closes its connection."""
+    group.members.remove(member)
+    group.touched()
+    await member.leave()
+    member.conn.close()
+
+
 async def connect_many(address: str, count: int) -> list[Connection]:
     """``count`` connections, two handshakes at a time (the mock listens with a backlog of 5)."""
     gate = asyncio.Semaphore(2)
@@ -1113,10 +1130,7 @@ async def run_trial(
         # The first join, not measured; the measured one comes an interval after it, while the
         # first is still reaching the members (every member moves to its epoch within about
         # an interval).
-        first = new_member(g, await connect(g.address))
-        g.members.append(first)
-        g.touched()
-        first.start(0.0)
+        join_now(g, await connect(g.address))
         await asyncio.sleep(g.interval_s)
     requests0, errors0 = g.requests, Counter(g.errors)
     members_before = len(g.members)
@@ -1126,17 +1140,11 @@ async def run_trial(
     t0 = now()
     if joins:
         assert joiner_conn is not None
-        joiner = new_member(g, joiner_conn)
-        g.members.append(joiner)
-        g.touched()
-        joiner.start(0.0)
+        join_now(g, joiner_conn)
         expected = members_before + 1
     else:
         assert leaver is not None
-        g.members.remove(leaver)
-        g.touched()
-        await leaver.leave()
-        leaver.conn.close()
+        await leave_now(g, leaver)
         expected = members_before - 1
     settled_at = await settle(g, quiet_s, timeout_s, expected)
     g.ownership.close_window()
@@ -1254,10 +1262,7 @@ async def measure_variant(
 async def leave_unmeasured(group: Group, leavers: list[Member], quiet_s: float, timeout_s: float) -> None:
     """``leavers`` leave, and the group settles again, outside any trial."""
     for m in leavers:
-        group.members.remove(m)
-        group.touched()
-        await m.leave()
-        m.conn.close()
+        await leave_now(group, m)
     await settle(group, quiet_s, timeout_s, len(group.members))
 
 
