@@ -12,6 +12,9 @@ SyncGroup, no group-wide barrier. States (Kafka's consumer names them alike)::
 
 Rules:
 
+* **Everything that changes the machine goes through** :meth:`IncrementalMachine.handle`, as in
+  the classic machine: the event's handler from the event table (``_EVENTS``), then each timer
+  that is due from the timer table (``_TIMERS``), then the advance step.
 * **Heartbeats carry everything.** Every heartbeat is full (subscription, rebalance timeout,
   owned partitions), so every answer carries the member's whole assignment and a lost answer
   costs nothing. Heartbeats go one at a time, every ``heartbeat_interval_ms`` *as the
@@ -70,6 +73,7 @@ from coordinator_api._membership._machine import (
     Action,
     CoordinatorFound,
     CoordinatorLookupFailed,
+    EventTable,
     Fail,
     FindCoordinator,
     JoinWanted,
@@ -80,7 +84,10 @@ from coordinator_api._membership._machine import (
     RequestFailed,
     RequestKind,
     Tick,
-    _unhandled,
+    TimerKind,
+    TimerRow,
+    TimerTable,
+    on,
 )
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api._types import Generation
@@ -292,74 +299,75 @@ class IncrementalMachine:
         return deadline - s.lease_margin_ms
 
     def next_deadline(self) -> int | None:
-        candidates = [self.retry_at, self.lease_deadline()]
-        if self._can_heartbeat():
-            candidates.append(self.next_heartbeat)
-        if self._joined() and self.state is not IncrementalState.FENCED:
-            candidates.append(self.last_poll + self.settings.max_poll_interval_ms)
-        return min((c for c in candidates if c is not None), default=None)
+        """When the driver must call :meth:`handle` again (with :class:`Tick`) if nothing else
+        happens first."""
+        return _TIMERS.next_deadline(self)
 
     # --- the one entry point ---------------------------------------------------------------
 
     def handle(self, event: Event, now: int) -> list[Action]:
         if self.state is IncrementalState.FENCED and not isinstance(event, LeaveWanted):
             return []
-        match event:
-            case JoinWanted() | Polled():
-                self.last_poll = now
-                self.want_join = True
-                if isinstance(event, JoinWanted) and self._joined() and self.next_heartbeat is not None:
-                    # Asked to rejoin while in the group: what it subscribes to may have
-                    # changed, so the coordinator hears it now (a heartbeat carries it all),
-                    # or as soon as the heartbeat in flight is answered.
-                    self.news_to_send = True
-                    self.next_heartbeat = min(self.next_heartbeat, now)
-            case CoordinatorFound():
-                self.finding, self.coordinator_known, self.retry_at = False, True, None
-            case CoordinatorLookupFailed() if event.fatal_error:
-                self.finding = False
-                self._lose(f"the coordinator answered {event.fatal_error}")
-                self._rejoin_from_nothing(release=False)
-                self.state, self.want_join = IncrementalState.UNJOINED, False
-                message = f"FindCoordinator: the coordinator answered {event.fatal_error}"
-                self._actions.append(Fail("join", message, event.fatal_error))
-            case CoordinatorLookupFailed():
-                self.finding = False
-                self.retry_at = now + self.settings.retry_backoff_ms
-            case GroupHeartbeatAnswered():
-                self._on_answer(event, now)
-            case Reconciled():
-                self._on_reconciled(event, now)
-            case RequestFailed():
-                self.in_flight.discard(event.kind)
-                self.finding = self.finding and event.kind is not RequestKind.FIND
-                self.coordinator_known = False
-                self.retry_at = now + self.settings.retry_backoff_ms
-                if event.kind is RequestKind.HEARTBEAT and self.next_heartbeat is not None:
-                    self.next_heartbeat = self.retry_at
-                if event.kind is RequestKind.HEARTBEAT and self._sent_epoch == JOIN_EPOCH:
-                    # The join may have reached the coordinator: this member may hold its place.
-                    self.must_release = self._static()
-                elif event.kind is RequestKind.LEAVE and self.releasing:
-                    self.releasing, self.must_release = False, True  # again, once it is reachable
-            case LeaveWanted():
-                self._on_leave_wanted(event)
-            case LeaveAnswered():
-                self.in_flight.discard(RequestKind.LEAVE)
-                if self.releasing:
-                    self.releasing, self.next_heartbeat = False, now  # now join
-            case Tick():
-                pass
-            case _:
-                _unhandled(event)
-        self._check_timers(now)
+        _EVENTS.dispatch(self, event, now)
+        _TIMERS.expire(self, now)
         self._advance(now)
         actions, self._actions = self._actions, []
         return actions
 
     # --- events ----------------------------------------------------------------------------
 
-    def _on_answer(self, event: GroupHeartbeatAnswered, now: int) -> None:
+    def _on_JoinWanted(self, event: JoinWanted, now: int) -> None:
+        self._take_part(now)
+        if self._joined() and self.next_heartbeat is not None:
+            # Asked to rejoin while in the group: what it subscribes to may have changed, so the
+            # coordinator hears it now (a heartbeat carries it all), or as soon as the heartbeat
+            # in flight is answered.
+            self.news_to_send = True
+            self.next_heartbeat = min(self.next_heartbeat, now)
+
+    def _on_Polled(self, event: Polled, now: int) -> None:
+        self._take_part(now)
+
+    def _take_part(self, now: int) -> None:
+        self.last_poll = now
+        self.want_join = True
+
+    def _on_CoordinatorFound(self, event: CoordinatorFound, now: int) -> None:
+        self.finding, self.coordinator_known, self.retry_at = False, True, None
+
+    def _on_CoordinatorLookupFailed(self, event: CoordinatorLookupFailed, now: int) -> None:
+        self.finding = False
+        if not event.fatal_error:
+            self.retry_at = now + self.settings.retry_backoff_ms
+            return
+        self._lose(f"the coordinator answered {event.fatal_error}")
+        self._rejoin_from_nothing(release=False)
+        self.state, self.want_join = IncrementalState.UNJOINED, False
+        message = f"FindCoordinator: the coordinator answered {event.fatal_error}"
+        self._actions.append(Fail("join", message, event.fatal_error))
+
+    def _on_RequestFailed(self, event: RequestFailed, now: int) -> None:
+        self.in_flight.discard(event.kind)
+        self.finding = self.finding and event.kind is not RequestKind.FIND
+        self.coordinator_known = False
+        self.retry_at = now + self.settings.retry_backoff_ms
+        if event.kind is RequestKind.HEARTBEAT and self.next_heartbeat is not None:
+            self.next_heartbeat = self.retry_at
+        if event.kind is RequestKind.HEARTBEAT and self._sent_epoch == JOIN_EPOCH:
+            # The join may have reached the coordinator: this member may hold its place.
+            self.must_release = self._static()
+        elif event.kind is RequestKind.LEAVE and self.releasing:
+            self.releasing, self.must_release = False, True  # again, once it is reachable
+
+    def _on_LeaveAnswered(self, event: LeaveAnswered, now: int) -> None:
+        self.in_flight.discard(RequestKind.LEAVE)
+        if self.releasing:
+            self.releasing, self.next_heartbeat = False, now  # now join
+
+    def _on_Tick(self, event: Tick, now: int) -> None:
+        pass
+
+    def _on_GroupHeartbeatAnswered(self, event: GroupHeartbeatAnswered, now: int) -> None:
         self.in_flight.discard(RequestKind.HEARTBEAT)
         if self.state in (IncrementalState.UNJOINED, IncrementalState.FENCED) or (
             self._sent_incarnation != self.incarnation
@@ -418,7 +426,7 @@ class IncrementalMachine:
                 )
             )
 
-    def _on_reconciled(self, event: Reconciled, now: int) -> None:
+    def _on_Reconciled(self, event: Reconciled, now: int) -> None:
         if event.action is not self.awaiting:
             return  # the membership it belongs to has ended
         self.awaiting = None
@@ -455,7 +463,7 @@ class IncrementalMachine:
                 asked_at if self.next_heartbeat is None else min(self.next_heartbeat, asked_at)
             )
 
-    def _on_leave_wanted(self, event: LeaveWanted) -> None:
+    def _on_LeaveWanted(self, event: LeaveWanted, now: int) -> None:
         self.want_join = self.must_release = self.releasing = False
         if self._joined() and self.state is not IncrementalState.FENCED:
             epoch = STATIC_LEAVE_EPOCH if self._static() else LEAVE_EPOCH
@@ -512,22 +520,42 @@ class IncrementalMachine:
             )
         )
 
-    def _check_timers(self, now: int) -> None:
-        lease = self.lease_deadline()
-        if lease is not None and now >= lease:
-            self._lose(
-                "heartbeats have not been acknowledged in time (or a revocation took longer than the "
-                "rebalance timeout); the coordinator may soon give this member's partitions to another"
-            )
-            self._rejoin_from_nothing(release=True)
-        if self._joined() and now - self.last_poll >= self.settings.max_poll_interval_ms:
-            self._lose(
-                f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
-                "(max_poll_interval_ms); leaving so the group can go on"
-            )
-            self._on_leave_wanted(LeaveWanted("max poll interval exceeded"))
-        if self.retry_at is not None and now >= self.retry_at:
-            self.retry_at = None
+    # --- timers (only those that can lead to an action are due, so a driver never wakes for
+    # nothing) -------------------------------------------------------------------------------
+
+    def _lease_due(self) -> int | None:
+        return self.lease_deadline()
+
+    def _on_lease_expired(self, now: int) -> None:
+        self._lose(
+            "heartbeats have not been acknowledged in time (or a revocation took longer than the "
+            "rebalance timeout); the coordinator may soon give this member's partitions to another"
+        )
+        self._rejoin_from_nothing(release=True)
+
+    def _max_poll_due(self) -> int | None:
+        if self._joined() and self.state is not IncrementalState.FENCED:
+            return self.last_poll + self.settings.max_poll_interval_ms
+        return None
+
+    def _on_max_poll_expired(self, now: int) -> None:
+        self._lose(
+            f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
+            "(max_poll_interval_ms); leaving so the group can go on"
+        )
+        self._on_LeaveWanted(LeaveWanted("max poll interval exceeded"), now)
+
+    def _retry_due(self) -> int | None:
+        return self.retry_at
+
+    def _on_retry_expired(self, now: int) -> None:
+        self.retry_at = None
+
+    def _heartbeat_due(self) -> int | None:
+        return self.next_heartbeat if self._can_heartbeat() else None
+
+    def _on_heartbeat_expired(self, now: int) -> None:
+        pass  # _advance sends it
 
     def _can_heartbeat(self) -> bool:
         return (
@@ -600,3 +628,28 @@ class IncrementalMachine:
             and RequestKind.HEARTBEAT in self.in_flight
             and self._sent_incarnation == self.incarnation
         )
+
+
+_EVENTS: EventTable[IncrementalMachine] = EventTable(
+    Event,
+    on(JoinWanted, IncrementalMachine._on_JoinWanted),
+    on(Polled, IncrementalMachine._on_Polled),
+    on(CoordinatorFound, IncrementalMachine._on_CoordinatorFound),
+    on(CoordinatorLookupFailed, IncrementalMachine._on_CoordinatorLookupFailed),
+    on(GroupHeartbeatAnswered, IncrementalMachine._on_GroupHeartbeatAnswered),
+    on(Reconciled, IncrementalMachine._on_Reconciled),
+    on(RequestFailed, IncrementalMachine._on_RequestFailed),
+    on(LeaveWanted, IncrementalMachine._on_LeaveWanted),
+    on(LeaveAnswered, IncrementalMachine._on_LeaveAnswered),
+    on(Tick, IncrementalMachine._on_Tick),
+)
+
+
+_TIMERS: TimerTable[IncrementalMachine] = TimerTable(
+    TimerRow(TimerKind.LEASE, IncrementalMachine._lease_due, IncrementalMachine._on_lease_expired),
+    TimerRow(TimerKind.MAX_POLL, IncrementalMachine._max_poll_due, IncrementalMachine._on_max_poll_expired),
+    TimerRow(TimerKind.RETRY, IncrementalMachine._retry_due, IncrementalMachine._on_retry_expired),
+    TimerRow(
+        TimerKind.HEARTBEAT, IncrementalMachine._heartbeat_due, IncrementalMachine._on_heartbeat_expired
+    ),
+)

@@ -12,6 +12,10 @@ States::
 
 Rules:
 
+* **Everything that changes the machine goes through** :meth:`MemberMachine.handle`, in one
+  order: the event's handler from the event table (``_EVENTS``, a row per event type), then each
+  timer that is due from the timer table (``_TIMERS``, a row per :class:`TimerKind`), then the
+  advance step, which issues whatever the new state allows. Nothing outside writes its fields.
 * **The application's thread runs the application's code.** The machine asks for it with
   actions (:class:`PrepareJoin`, :class:`Assign`, :class:`Complete`) and waits for the matching
   event. Network actions (:class:`SendJoinGroup`, ...) and the lease hook (:class:`Lost`) are
@@ -42,8 +46,9 @@ Time is ``now`` in milliseconds (any monotonic origin); nothing here reads a clo
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Any, Generic, TypeVar, get_args
 
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api._types import NO_GENERATION_ID, NO_MEMBER_ID, Generation, JoinedMember
@@ -87,8 +92,8 @@ class MemberSettings:
 
 @dataclass(frozen=True)
 class _Event:
-    """Base of the events; :data:`Event` is their union, which :meth:`MemberMachine.handle`
-    matches exhaustively (mypy checks that every event has a handler)."""
+    """Base of the events; :data:`Event` is their union, and :data:`_EVENTS` gives each its
+    handler."""
 
 
 @dataclass(frozen=True)
@@ -214,9 +219,82 @@ Event = (
 )
 
 
-def _unhandled(event: NoReturn) -> NoReturn:
-    """mypy reports a call with an event type that has no ``case`` in a machine's ``handle``."""
-    raise AssertionError(f"no handler for {event!r}")
+_Machine = TypeVar("_Machine")
+_E = TypeVar("_E")
+
+
+@dataclass(frozen=True)
+class EventRow(Generic[_Machine]):
+    """One row of a machine's event table; made by :func:`on`."""
+
+    event_type: type[Any]
+    handler: Callable[[_Machine, Any, int], None]
+
+
+def on(event_type: type[_E], handler: Callable[[_Machine, _E, int], None]) -> EventRow[_Machine]:
+    """One row of a machine's event table: mypy checks that ``handler`` takes ``event_type``
+    (the row's type does not name the event, so the table around it cannot loosen the check)."""
+    return EventRow(event_type, handler)
+
+
+class EventTable(Generic[_Machine]):
+    """A machine's events and their handlers, as h11 keeps its transitions in tables: the rows
+    come from :func:`on`, and a table that misses an event of the machine's ``Event`` union, or
+    names one twice, is refused when the module is imported."""
+
+    def __init__(self, events: object, *rows: EventRow[_Machine]) -> None:
+        self._handlers = {row.event_type: row.handler for row in rows}
+        wanted = set(get_args(events))
+        missing, extra = wanted - self._handlers.keys(), self._handlers.keys() - wanted
+        if missing or extra or len(self._handlers) != len(rows):
+            names = sorted(t.__name__ for t in missing | extra)
+            raise TypeError(f"an event table must give every event one handler: {names or 'a row twice'}")
+
+    def dispatch(self, machine: _Machine, event: object, now: int) -> None:
+        self._handlers[type(event)](machine, event, now)
+
+
+class TimerKind(enum.Enum):
+    """What a member machine waits for. A machine's :class:`TimerTable` says when each is due
+    and what happens once it is."""
+
+    LEASE = "lease"  # what the member holds must be given up
+    MAX_POLL = "max poll interval"  # the application stopped polling: leave
+    RETRY = "retry"  # a backoff after a failure ends
+    HEARTBEAT = "heartbeat"  # the next heartbeat may go (the machine's advance step sends it)
+
+
+@dataclass(frozen=True)
+class TimerRow(Generic[_Machine]):
+    """One row of a machine's timer table: when ``kind`` is due (None: not running, or unable
+    to lead to an action) and what happens once it is."""
+
+    kind: TimerKind
+    due: Callable[[_Machine], int | None]
+    expire: Callable[[_Machine, int], None]
+
+
+class TimerTable(Generic[_Machine]):
+    """A machine's timers, every :class:`TimerKind` once, in the order they expire in one step:
+    the driver's next wake-up and the expiries come from the same rows, so they cannot differ
+    on which timers exist or when they are due."""
+
+    def __init__(self, *rows: TimerRow[_Machine]) -> None:
+        kinds = [row.kind for row in rows]
+        if len(kinds) != len(set(kinds)) or set(kinds) != set(TimerKind):
+            raise TypeError(f"a timer table must give every timer kind one row: {[k.name for k in kinds]}")
+        self._rows = rows
+
+    def next_deadline(self, machine: _Machine) -> int | None:
+        return min((d for d in (row.due(machine) for row in self._rows) if d is not None), default=None)
+
+    def expire(self, machine: _Machine, now: int) -> None:
+        """Run every timer that is due at ``now``; each row's deadline is read after the rows
+        before it have run (a lease that ran out ends the poll interval's timer too)."""
+        for row in self._rows:
+            due = row.due(machine)
+            if due is not None and now >= due:
+                row.expire(machine, now)
 
 
 # --- actions: what to do -------------------------------------------------------------------------
@@ -381,54 +459,17 @@ class MemberMachine:
         return deadline - s.lease_margin_ms
 
     def next_deadline(self) -> int | None:
-        # Only timers that can lead to an action count, so a driver never wakes for nothing.
-        heartbeat = self.timers.next_heartbeat if self._can_heartbeat() else None
-        candidates = [heartbeat, self.timers.retry_at, self.lease_deadline()]
-        if self.state is MemberState.STABLE:
-            candidates.append(self.last_poll + self.settings.max_poll_interval_ms)
-        return min((c for c in candidates if c is not None), default=None)
+        """When the driver must call :meth:`handle` again (with :class:`Tick`) if nothing else
+        happens first."""
+        return _TIMERS.next_deadline(self)
 
     # --- the one entry point ----------------------------------------------------------------------
 
     def handle(self, event: Event, now: int) -> list[Action]:
         if self.state is MemberState.FENCED and not isinstance(event, LeaveWanted):
             return []
-        match event:
-            case JoinWanted():
-                self._on_JoinWanted(event, now)
-            case Polled():
-                self._on_Polled(event, now)
-            case CoordinatorFound():
-                self._on_CoordinatorFound(event, now)
-            case CoordinatorLookupFailed():
-                self._on_CoordinatorLookupFailed(event, now)
-            case Prepared():
-                self._on_Prepared(event, now)
-            case PrepareFailed():
-                self._on_PrepareFailed(event, now)
-            case JoinAnswered():
-                self._on_JoinAnswered(event, now)
-            case AssignmentComputed():
-                self._on_AssignmentComputed(event, now)
-            case AssignmentFailed():
-                self._on_AssignmentFailed(event, now)
-            case SyncAnswered():
-                self._on_SyncAnswered(event, now)
-            case Completed():
-                self._on_Completed(event, now)
-            case HeartbeatAnswered():
-                self._on_HeartbeatAnswered(event, now)
-            case RequestFailed():
-                self._on_RequestFailed(event, now)
-            case LeaveWanted():
-                self._on_LeaveWanted(event, now)
-            case LeaveAnswered():
-                self._on_LeaveAnswered(event, now)
-            case Tick():
-                self._on_Tick(event, now)
-            case _:
-                _unhandled(event)
-        self._check_timers(now)
+        _EVENTS.dispatch(self, event, now)
+        _TIMERS.expire(self, now)
         self._advance(now)
         actions, self._actions = self._actions, []
         return actions
@@ -688,29 +729,45 @@ class MemberMachine:
                 Fail("join", f"{kind}: the coordinator answered {error_name(error)}", error_name(error))
             )
 
-    def _check_timers(self, now: int) -> None:
-        lease = self.lease_deadline()
-        if lease is not None and now >= lease:
-            self._lose(
-                "heartbeats have not been acknowledged in time; the coordinator may soon give this "
-                "member's assignment to another"
-            )
-            self._rejoin("lease expired")
-        if (
-            self.state is MemberState.STABLE
-            and self.holds_assignment
-            and now - self.last_poll >= self.settings.max_poll_interval_ms
-        ):
-            self._lose(
-                f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
-                "(max_poll_interval_ms); leaving so the group can go on"
-            )
-            self._leave("max poll interval exceeded")
-            self._reset_generation(member_id_too=True)
-            self.state = MemberState.LOST
-            self._rejoin("max poll interval exceeded")
-        if self.timers.retry_at is not None and now >= self.timers.retry_at:
-            self.timers.retry_at = None
+    # --- timers (only those that can lead to an action are due, so a driver never wakes for
+    # nothing) ------------------------------------------------------------------------------------
+
+    def _lease_due(self) -> int | None:
+        return self.lease_deadline()
+
+    def _on_lease_expired(self, now: int) -> None:
+        self._lose(
+            "heartbeats have not been acknowledged in time; the coordinator may soon give this "
+            "member's assignment to another"
+        )
+        self._rejoin("lease expired")
+
+    def _max_poll_due(self) -> int | None:
+        if self.state is MemberState.STABLE and self.holds_assignment:
+            return self.last_poll + self.settings.max_poll_interval_ms
+        return None
+
+    def _on_max_poll_expired(self, now: int) -> None:
+        self._lose(
+            f"the application did not poll for more than {self.settings.max_poll_interval_ms} ms "
+            "(max_poll_interval_ms); leaving so the group can go on"
+        )
+        self._leave("max poll interval exceeded")
+        self._reset_generation(member_id_too=True)
+        self.state = MemberState.LOST
+        self._rejoin("max poll interval exceeded")
+
+    def _retry_due(self) -> int | None:
+        return self.timers.retry_at
+
+    def _on_retry_expired(self, now: int) -> None:
+        self.timers.retry_at = None
+
+    def _heartbeat_due(self) -> int | None:
+        return self.timers.next_heartbeat if self._can_heartbeat() else None
+
+    def _on_heartbeat_expired(self, now: int) -> None:
+        pass  # _advance sends it
 
     def _can_heartbeat(self) -> bool:
         return (
@@ -760,3 +817,32 @@ class MemberMachine:
             revoke = self.holds_assignment
             self.protocols = ()
             self._ask_app("prepare", PrepareJoin(self.generation_id, self.member_id, revoke))
+
+
+_EVENTS: EventTable[MemberMachine] = EventTable(
+    Event,
+    on(JoinWanted, MemberMachine._on_JoinWanted),
+    on(Polled, MemberMachine._on_Polled),
+    on(CoordinatorFound, MemberMachine._on_CoordinatorFound),
+    on(CoordinatorLookupFailed, MemberMachine._on_CoordinatorLookupFailed),
+    on(Prepared, MemberMachine._on_Prepared),
+    on(PrepareFailed, MemberMachine._on_PrepareFailed),
+    on(JoinAnswered, MemberMachine._on_JoinAnswered),
+    on(AssignmentComputed, MemberMachine._on_AssignmentComputed),
+    on(AssignmentFailed, MemberMachine._on_AssignmentFailed),
+    on(SyncAnswered, MemberMachine._on_SyncAnswered),
+    on(Completed, MemberMachine._on_Completed),
+    on(HeartbeatAnswered, MemberMachine._on_HeartbeatAnswered),
+    on(RequestFailed, MemberMachine._on_RequestFailed),
+    on(LeaveWanted, MemberMachine._on_LeaveWanted),
+    on(LeaveAnswered, MemberMachine._on_LeaveAnswered),
+    on(Tick, MemberMachine._on_Tick),
+)
+
+
+_TIMERS: TimerTable[MemberMachine] = TimerTable(
+    TimerRow(TimerKind.LEASE, MemberMachine._lease_due, MemberMachine._on_lease_expired),
+    TimerRow(TimerKind.MAX_POLL, MemberMachine._max_poll_due, MemberMachine._on_max_poll_expired),
+    TimerRow(TimerKind.RETRY, MemberMachine._retry_due, MemberMachine._on_retry_expired),
+    TimerRow(TimerKind.HEARTBEAT, MemberMachine._heartbeat_due, MemberMachine._on_heartbeat_expired),
+)

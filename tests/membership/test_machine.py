@@ -18,6 +18,7 @@ t=50  Completed(ok=True)                      -> STABLE; lease deadline 7040, he
 from __future__ import annotations
 
 import dataclasses
+import typing
 from unittest.mock import ANY
 
 import pytest
@@ -33,6 +34,7 @@ from coordinator_api._membership._machine import (
     Completed,
     CoordinatorFound,
     CoordinatorLookupFailed,
+    EventTable,
     Fail,
     FindCoordinator,
     HeartbeatAnswered,
@@ -53,7 +55,12 @@ from coordinator_api._membership._machine import (
     SendSyncGroup,
     SyncAnswered,
     Tick,
+    TimerKind,
+    TimerRow,
+    TimerTable,
+    on,
 )
+from coordinator_api._membership._machine import Event as MemberEvent
 from coordinator_api._protocol import ErrorCode
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
@@ -945,3 +952,24 @@ def test_next_deadline_moves_past_a_tick(scenario) -> None:
         mb.tick_at_deadline()
     deadline = mb.machine.next_deadline()
     assert deadline is None or deadline > mb.now, (deadline, mb.now)
+
+
+def test_a_machine_table_that_misses_an_event_or_a_timer_is_refused() -> None:
+    def nothing(machine: object, event: object, now: int) -> None:
+        pass
+
+    def expire(machine: object, now: int) -> None:
+        pass
+
+    rows = [on(event_type, nothing) for event_type in typing.get_args(MemberEvent)]
+    EventTable(MemberEvent, *rows)
+    with pytest.raises(TypeError, match="'Tick'"):
+        EventTable(MemberEvent, *(r for r in rows if r.event_type is not Tick))
+    with pytest.raises(TypeError, match="a row twice"):
+        EventTable(MemberEvent, *rows, rows[0])
+    timers = [TimerRow(kind, lambda machine: None, expire) for kind in TimerKind]
+    TimerTable(*timers)
+    with pytest.raises(TypeError, match="every timer kind"):
+        TimerTable(*timers[1:])
+    with pytest.raises(TypeError, match="every timer kind"):
+        TimerTable(*timers, timers[0])
