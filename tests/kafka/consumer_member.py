@@ -21,6 +21,9 @@ closes the client gracefully; the process ends by itself when its parent is gone
 
 ``--group-protocol consumer`` makes this project's member and librdkafka speak KIP-848's
 protocol (the coordinator assigns with ``--remote-assignor``; kafka-python has no such client).
+
+With ``CONSUMER_MEMBER_DEBUG`` set in its environment, the member logs to its stderr: our member
+and kafka-python through ``logging``, librdkafka its own log of the group (``debug=cgrp``).
 """
 
 from __future__ import annotations
@@ -214,6 +217,8 @@ def run_confluent(args: argparse.Namespace, stop: threading.Event) -> None:
         conf["group.remote.assignor"] = args.remote_assignor
     if args.instance_id:
         conf["group.instance.id"] = args.instance_id
+    if os.environ.get("CONSUMER_MEMBER_DEBUG"):  # librdkafka's own log of the group, to stderr
+        conf.update({"log_level": 7, "debug": "cgrp"})
     consumer = Consumer(conf)
     cooperative = args.assignor == "cooperative-sticky" or args.group_protocol == "consumer"
 
