@@ -73,7 +73,6 @@ from coordinator_api._membership._machine import (
     Action,
     CoordinatorFound,
     CoordinatorLookupFailed,
-    EventTable,
     Fail,
     FindCoordinator,
     JoinWanted,
@@ -87,9 +86,9 @@ from coordinator_api._membership._machine import (
     TimerKind,
     TimerRow,
     TimerTable,
-    on,
 )
 from coordinator_api._protocol import ErrorCode, error_name
+from coordinator_api._transitions import EventTable, on
 from coordinator_api._types import Generation
 
 #: An assignment: (topic id, partition) pairs.
@@ -308,7 +307,7 @@ class IncrementalMachine:
     def handle(self, event: Event, now: int) -> list[Action]:
         if self.state is IncrementalState.FENCED and not isinstance(event, LeaveWanted):
             return []
-        _EVENTS.dispatch(self, event, now)
+        _EVENTS.handler(event)(self, event, now)
         _TIMERS.expire(self, now)
         self._advance(now)
         actions, self._actions = self._actions, []
@@ -630,7 +629,7 @@ class IncrementalMachine:
         )
 
 
-_EVENTS: EventTable[IncrementalMachine] = EventTable(
+_EVENTS: EventTable[IncrementalMachine, [int]] = EventTable(
     Event,
     on(JoinWanted, IncrementalMachine._on_JoinWanted),
     on(Polled, IncrementalMachine._on_Polled),

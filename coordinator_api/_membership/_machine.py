@@ -48,9 +48,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, get_args
+from typing import Generic, TypeVar
 
 from coordinator_api._protocol import ErrorCode, error_name
+from coordinator_api._transitions import EventTable, on
 from coordinator_api._types import NO_GENERATION_ID, NO_MEMBER_ID, Generation, JoinedMember
 
 _COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
@@ -220,38 +221,6 @@ Event = (
 
 
 _Machine = TypeVar("_Machine")
-_E = TypeVar("_E")
-
-
-@dataclass(frozen=True)
-class EventRow(Generic[_Machine]):
-    """One row of a machine's event table; made by :func:`on`."""
-
-    event_type: type[Any]
-    handler: Callable[[_Machine, Any, int], None]
-
-
-def on(event_type: type[_E], handler: Callable[[_Machine, _E, int], None]) -> EventRow[_Machine]:
-    """One row of a machine's event table: mypy checks that ``handler`` takes ``event_type``
-    (the row's type does not name the event, so the table around it cannot loosen the check)."""
-    return EventRow(event_type, handler)
-
-
-class EventTable(Generic[_Machine]):
-    """A machine's events and their handlers, as h11 keeps its transitions in tables: the rows
-    come from :func:`on`, and a table that misses an event of the machine's ``Event`` union, or
-    names one twice, is refused when the module is imported."""
-
-    def __init__(self, events: object, *rows: EventRow[_Machine]) -> None:
-        self._handlers = {row.event_type: row.handler for row in rows}
-        wanted = set(get_args(events))
-        missing, extra = wanted - self._handlers.keys(), self._handlers.keys() - wanted
-        if missing or extra or len(self._handlers) != len(rows):
-            names = sorted(t.__name__ for t in missing | extra)
-            raise TypeError(f"an event table must give every event one handler: {names or 'a row twice'}")
-
-    def dispatch(self, machine: _Machine, event: object, now: int) -> None:
-        self._handlers[type(event)](machine, event, now)
 
 
 class TimerKind(enum.Enum):
@@ -468,7 +437,7 @@ class MemberMachine:
     def handle(self, event: Event, now: int) -> list[Action]:
         if self.state is MemberState.FENCED and not isinstance(event, LeaveWanted):
             return []
-        _EVENTS.dispatch(self, event, now)
+        _EVENTS.handler(event)(self, event, now)
         _TIMERS.expire(self, now)
         self._advance(now)
         actions, self._actions = self._actions, []
@@ -819,7 +788,7 @@ class MemberMachine:
             self._ask_app("prepare", PrepareJoin(self.generation_id, self.member_id, revoke))
 
 
-_EVENTS: EventTable[MemberMachine] = EventTable(
+_EVENTS: EventTable[MemberMachine, [int]] = EventTable(
     Event,
     on(JoinWanted, MemberMachine._on_JoinWanted),
     on(Polled, MemberMachine._on_Polled),

@@ -58,7 +58,9 @@ States and transitions::
   offsets nor members is deleted at the next retention check.
 
 The machine never reads a clock or touches I/O: every entry point takes ``now_ms`` and returns
-:class:`Effects`. ``next_deadline()`` tells the shell when to call :meth:`expire` next.
+:class:`Effects`. ``next_deadline()`` tells the shell when to call :meth:`expire` next. Every
+request goes through :meth:`GroupCoordinator.handle` to its type's row of one table
+(``_REQUESTS``, at the end of this module), which names every request type once.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from dataclasses import dataclass, field
 
 from coordinator_api._plugins._registry import ClassicPayloads, ServerAssignor
 from coordinator_api._protocol import ErrorCode
+from coordinator_api._transitions import EventTable, on
 from coordinator_api._types import JoinedMember
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups, NewsSerials
@@ -466,53 +469,78 @@ class GroupCoordinator:
         """Take one request. Its result is among the returned replies, or, for a JoinGroup or
         SyncGroup that must wait for the rest of the group, in the effects of a later call."""
         fx = Effects()
-        if isinstance(request, ConsumerGroupHeartbeat):  # the most frequent request, first
-            result, events = self._consumer_group_heartbeat(request, now_ms, fx)
-            if not self._hold_group_heartbeat(ref, request, result, now_ms):
-                fx.replies.append((ref, result))
-            # After the hold: the held heartbeats' look at this change takes in this one too,
-            # whose answer was made before the others' answers to the change.
-            self._consumer_groups_changed(events, fx, now_ms)
-        elif isinstance(request, (SyncGroup, Heartbeat, LeaveGroup)) and self._is_consumer_group(
-            request.group_id
-        ):
-            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
-        elif isinstance(request, JoinGroup):
-            self._join_group(ref, request, now_ms, fx)
-        elif isinstance(request, SyncGroup):
-            self._sync_group(ref, request, now_ms, fx)
-        elif isinstance(request, Heartbeat):
-            beat = self._heartbeat(request, now_ms)
-            self._note_rejection(fx, request.group_id, request.member_id, "Heartbeat", beat.error)
-            if not (beat.error is ErrorCode.NONE and self._hold_heartbeat(ref, request, now_ms)):
-                fx.replies.append((ref, beat))
-        elif isinstance(request, LeaveGroup):
-            fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
-        elif isinstance(request, OffsetCommit):
-            commit = self._offset_commit(request, now_ms, fx)
-            if commit.errors:
-                error = commit.errors[0][2]
-                self._note_rejection(fx, request.group_id, request.member_id, "OffsetCommit", error)
-            fx.replies.append((ref, commit))
-        elif isinstance(request, OffsetFetch):
-            fx.replies.append((ref, self._offset_fetch(request)))
-        elif isinstance(request, OffsetDelete):
-            fx.replies.append((ref, self._offset_delete(request, now_ms, fx)))
-        elif isinstance(request, ListGroups):
-            fx.replies.append((ref, self._list_groups(request)))
-        elif isinstance(request, DescribeGroups):
-            fx.replies.append((ref, self._describe_groups(request)))
-        elif isinstance(request, DeleteGroups):
-            fx.replies.append((ref, self._delete_groups(request, fx)))
-        elif isinstance(request, ConsumerGroupDescribe):
-            describe = (
-                self._consumer_groups.describe if request.any_protocol_type else self._describe_consumer_group
-            )
-            described = tuple(describe(g) for g in request.group_ids)
-            fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
-        else:
-            fx.replies.append((ref, self._create_topics(request, fx)))
+        _REQUESTS.handler(request)(self, request, ref, now_ms, fx)
         return fx
+
+    # --- a handler per request type (the table _REQUESTS, at the end of the module) --------
+
+    def _on_ConsumerGroupHeartbeat(
+        self, request: ConsumerGroupHeartbeat, ref: RequestRef, now_ms: int, fx: Effects
+    ) -> None:
+        result, events = self._consumer_group_heartbeat(request, now_ms, fx)
+        if not self._hold_group_heartbeat(ref, request, result, now_ms):
+            fx.replies.append((ref, result))
+        # After the hold: the held heartbeats' look at this change takes in this one too, whose
+        # answer was made before the others' answers to the change.
+        self._consumer_groups_changed(events, fx, now_ms)
+
+    def _on_JoinGroup(self, request: JoinGroup, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        self._join_group(ref, request, now_ms, fx)
+
+    def _on_SyncGroup(self, request: SyncGroup, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        if self._is_consumer_group(request.group_id):
+            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+        else:
+            self._sync_group(ref, request, now_ms, fx)
+
+    def _on_Heartbeat(self, request: Heartbeat, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        if self._is_consumer_group(request.group_id):
+            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+            return
+        beat = self._heartbeat(request, now_ms)
+        self._note_rejection(fx, request.group_id, request.member_id, "Heartbeat", beat.error)
+        if not (beat.error is ErrorCode.NONE and self._hold_heartbeat(ref, request, now_ms)):
+            fx.replies.append((ref, beat))
+
+    def _on_LeaveGroup(self, request: LeaveGroup, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        if self._is_consumer_group(request.group_id):
+            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+        else:
+            fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
+
+    def _on_OffsetCommit(self, request: OffsetCommit, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        commit = self._offset_commit(request, now_ms, fx)
+        if commit.errors:
+            error = commit.errors[0][2]
+            self._note_rejection(fx, request.group_id, request.member_id, "OffsetCommit", error)
+        fx.replies.append((ref, commit))
+
+    def _on_OffsetFetch(self, request: OffsetFetch, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._offset_fetch(request)))
+
+    def _on_OffsetDelete(self, request: OffsetDelete, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._offset_delete(request, now_ms, fx)))
+
+    def _on_ListGroups(self, request: ListGroups, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._list_groups(request)))
+
+    def _on_DescribeGroups(self, request: DescribeGroups, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._describe_groups(request)))
+
+    def _on_DeleteGroups(self, request: DeleteGroups, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._delete_groups(request, fx)))
+
+    def _on_ConsumerGroupDescribe(
+        self, request: ConsumerGroupDescribe, ref: RequestRef, now_ms: int, fx: Effects
+    ) -> None:
+        describe = (
+            self._consumer_groups.describe if request.any_protocol_type else self._describe_consumer_group
+        )
+        described = tuple(describe(g) for g in request.group_ids)
+        fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
+
+    def _on_CreateTopics(self, request: CreateTopics, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        fx.replies.append((ref, self._create_topics(request, fx)))
 
     def _describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
         """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found, and
@@ -1924,3 +1952,21 @@ class GroupCoordinator:
                 detail=detail,
             )
         )
+
+
+_REQUESTS: EventTable[GroupCoordinator, [RequestRef, int, Effects]] = EventTable(
+    Request,
+    on(ConsumerGroupHeartbeat, GroupCoordinator._on_ConsumerGroupHeartbeat),
+    on(JoinGroup, GroupCoordinator._on_JoinGroup),
+    on(SyncGroup, GroupCoordinator._on_SyncGroup),
+    on(Heartbeat, GroupCoordinator._on_Heartbeat),
+    on(LeaveGroup, GroupCoordinator._on_LeaveGroup),
+    on(OffsetCommit, GroupCoordinator._on_OffsetCommit),
+    on(OffsetFetch, GroupCoordinator._on_OffsetFetch),
+    on(OffsetDelete, GroupCoordinator._on_OffsetDelete),
+    on(ListGroups, GroupCoordinator._on_ListGroups),
+    on(DescribeGroups, GroupCoordinator._on_DescribeGroups),
+    on(DeleteGroups, GroupCoordinator._on_DeleteGroups),
+    on(ConsumerGroupDescribe, GroupCoordinator._on_ConsumerGroupDescribe),
+    on(CreateTopics, GroupCoordinator._on_CreateTopics),
+)

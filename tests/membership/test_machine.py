@@ -34,7 +34,6 @@ from coordinator_api._membership._machine import (
     Completed,
     CoordinatorFound,
     CoordinatorLookupFailed,
-    EventTable,
     Fail,
     FindCoordinator,
     HeartbeatAnswered,
@@ -58,10 +57,10 @@ from coordinator_api._membership._machine import (
     TimerKind,
     TimerRow,
     TimerTable,
-    on,
 )
 from coordinator_api._membership._machine import Event as MemberEvent
 from coordinator_api._protocol import ErrorCode
+from coordinator_api._transitions import EventTable, on
 from coordinator_api._types import NO_GENERATION, Generation, JoinedMember
 
 COORDINATOR_LOAD_IN_PROGRESS = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
