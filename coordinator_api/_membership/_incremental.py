@@ -522,9 +522,6 @@ class IncrementalMachine:
     # --- timers (only those that can lead to an action are due, so a driver never wakes for
     # nothing) -------------------------------------------------------------------------------
 
-    def _lease_due(self) -> int | None:
-        return self.lease_deadline()
-
     def _on_lease_expired(self, now: int) -> None:
         self._lose(
             "heartbeats have not been acknowledged in time (or a revocation took longer than the "
@@ -552,9 +549,6 @@ class IncrementalMachine:
 
     def _heartbeat_due(self) -> int | None:
         return self.next_heartbeat if self._can_heartbeat() else None
-
-    def _on_heartbeat_expired(self, now: int) -> None:
-        pass  # _advance sends it
 
     def _can_heartbeat(self) -> bool:
         return (
@@ -645,10 +639,8 @@ _EVENTS: EventTable[IncrementalMachine, [int]] = EventTable(
 
 
 _TIMERS: TimerTable[IncrementalMachine] = TimerTable(
-    TimerRow(TimerKind.LEASE, IncrementalMachine._lease_due, IncrementalMachine._on_lease_expired),
+    TimerRow(TimerKind.LEASE, IncrementalMachine.lease_deadline, IncrementalMachine._on_lease_expired),
     TimerRow(TimerKind.MAX_POLL, IncrementalMachine._max_poll_due, IncrementalMachine._on_max_poll_expired),
     TimerRow(TimerKind.RETRY, IncrementalMachine._retry_due, IncrementalMachine._on_retry_expired),
-    TimerRow(
-        TimerKind.HEARTBEAT, IncrementalMachine._heartbeat_due, IncrementalMachine._on_heartbeat_expired
-    ),
+    TimerRow(TimerKind.HEARTBEAT, IncrementalMachine._heartbeat_due, None),
 )

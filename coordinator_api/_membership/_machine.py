@@ -230,17 +230,18 @@ class TimerKind(enum.Enum):
     LEASE = "lease"  # what the member holds must be given up
     MAX_POLL = "max poll interval"  # the application stopped polling: leave
     RETRY = "retry"  # a backoff after a failure ends
-    HEARTBEAT = "heartbeat"  # the next heartbeat may go (the machine's advance step sends it)
+    HEARTBEAT = "heartbeat"  # the next heartbeat may go
 
 
 @dataclass(frozen=True)
 class TimerRow(Generic[_Machine]):
     """One row of a machine's timer table: when ``kind`` is due (None: not running, or unable
-    to lead to an action) and what happens once it is."""
+    to lead to an action) and what happens once it is (``expire``; None for a timer the
+    machine's advance step acts on, as it sends the heartbeat that is due)."""
 
     kind: TimerKind
     due: Callable[[_Machine], int | None]
-    expire: Callable[[_Machine, int], None]
+    expire: Callable[[_Machine, int], None] | None  # None: the advance step acts on it
 
 
 class TimerTable(Generic[_Machine]):
@@ -261,6 +262,8 @@ class TimerTable(Generic[_Machine]):
         """Run every timer that is due at ``now``; each row's deadline is read after the rows
         before it have run (a lease that ran out ends the poll interval's timer too)."""
         for row in self._rows:
+            if row.expire is None:
+                continue
             due = row.due(machine)
             if due is not None and now >= due:
                 row.expire(machine, now)
@@ -701,9 +704,6 @@ class MemberMachine:
     # --- timers (only those that can lead to an action are due, so a driver never wakes for
     # nothing) ------------------------------------------------------------------------------------
 
-    def _lease_due(self) -> int | None:
-        return self.lease_deadline()
-
     def _on_lease_expired(self, now: int) -> None:
         self._lose(
             "heartbeats have not been acknowledged in time; the coordinator may soon give this "
@@ -734,9 +734,6 @@ class MemberMachine:
 
     def _heartbeat_due(self) -> int | None:
         return self.timers.next_heartbeat if self._can_heartbeat() else None
-
-    def _on_heartbeat_expired(self, now: int) -> None:
-        pass  # _advance sends it
 
     def _can_heartbeat(self) -> bool:
         return (
@@ -810,8 +807,8 @@ _EVENTS: EventTable[MemberMachine, [int]] = EventTable(
 
 
 _TIMERS: TimerTable[MemberMachine] = TimerTable(
-    TimerRow(TimerKind.LEASE, MemberMachine._lease_due, MemberMachine._on_lease_expired),
+    TimerRow(TimerKind.LEASE, MemberMachine.lease_deadline, MemberMachine._on_lease_expired),
     TimerRow(TimerKind.MAX_POLL, MemberMachine._max_poll_due, MemberMachine._on_max_poll_expired),
     TimerRow(TimerKind.RETRY, MemberMachine._retry_due, MemberMachine._on_retry_expired),
-    TimerRow(TimerKind.HEARTBEAT, MemberMachine._heartbeat_due, MemberMachine._on_heartbeat_expired),
+    TimerRow(TimerKind.HEARTBEAT, MemberMachine._heartbeat_due, None),
 )

@@ -489,13 +489,17 @@ class GroupCoordinator:
 
     def _on_SyncGroup(self, request: SyncGroup, ref: RequestRef, now_ms: int, fx: Effects) -> None:
         if self._is_consumer_group(request.group_id):
-            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+            self._answer_classic_in_consumer_group(
+                ref, self._consumer_groups.classic_sync(request, now_ms), now_ms, fx
+            )
         else:
             self._sync_group(ref, request, now_ms, fx)
 
     def _on_Heartbeat(self, request: Heartbeat, ref: RequestRef, now_ms: int, fx: Effects) -> None:
         if self._is_consumer_group(request.group_id):
-            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+            self._answer_classic_in_consumer_group(
+                ref, self._consumer_groups.classic_heartbeat(request, now_ms), now_ms, fx
+            )
             return
         beat = self._heartbeat(request, now_ms)
         self._note_rejection(fx, request.group_id, request.member_id, "Heartbeat", beat.error)
@@ -504,7 +508,8 @@ class GroupCoordinator:
 
     def _on_LeaveGroup(self, request: LeaveGroup, ref: RequestRef, now_ms: int, fx: Effects) -> None:
         if self._is_consumer_group(request.group_id):
-            fx.replies.append((ref, self._classic_to_consumer_group(request, now_ms, fx)))
+            left = self._consumer_groups.classic_leave(request)
+            self._answer_classic_in_consumer_group(ref, left, now_ms, fx)
         else:
             fx.replies.append((ref, self._leave_group(request, now_ms, fx)))
 
@@ -664,19 +669,18 @@ class GroupCoordinator:
                 f"classic again, no rebalance (protocol={group.protocol_name} members={len(group.members)})",
             )
 
-    def _classic_to_consumer_group(
-        self, request: SyncGroup | Heartbeat | LeaveGroup, now_ms: int, fx: Effects
-    ) -> SyncGroupResult | HeartbeatResult | LeaveGroupResult:
-        """A classic member's SyncGroup, Heartbeat or LeaveGroup to a consumer group."""
-        result: SyncGroupResult | HeartbeatResult | LeaveGroupResult
-        if isinstance(request, SyncGroup):
-            result, events = self._consumer_groups.classic_sync(request, now_ms)
-        elif isinstance(request, Heartbeat):
-            result, events = self._consumer_groups.classic_heartbeat(request, now_ms)
-        else:
-            result, events = self._consumer_groups.classic_leave(request)
+    def _answer_classic_in_consumer_group(
+        self,
+        ref: RequestRef,
+        answered: tuple[SyncGroupResult | HeartbeatResult | LeaveGroupResult, list[MembershipEvent]],
+        now_ms: int,
+        fx: Effects,
+    ) -> None:
+        """A classic member's SyncGroup, Heartbeat or LeaveGroup, ``answered`` by the consumer
+        group it belongs to: what it changed first, then its answer."""
+        result, events = answered
         self._consumer_groups_changed(events, fx, now_ms)
-        return result
+        fx.replies.append((ref, result))
 
     def _consumer_groups_changed(
         self, events: list[MembershipEvent], fx: Effects, now_ms: int, *, rebalance_on_downgrade: bool = True
