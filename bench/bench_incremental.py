@@ -1393,8 +1393,8 @@ async def blast_heartbeats(
     server: Server, group: Group, members: list[IncrementalMember], args: argparse.Namespace
 ) -> tuple[int, Counter[str], dict[str, float]]:
     """The members send heartbeats back to back for ``--heartbeat-seconds``, from
-    ``--heartbeat-generators`` processes of their own (:class:`HeartbeatLoop`: each needs far
-    less CPU per heartbeat than a server, so that the server sets the rate): answered, errors
+    ``--heartbeat-generators`` processes of their own (:class:`HeartbeatLoop`: cheap enough
+    that the server holds a core and sets the rate): answered, errors
     by name, and the CPU figures of the run (:class:`CpuWindow`, the processes' CPU counted as
     the load generator's).
 
@@ -1469,7 +1469,7 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
     """One member's ConsumerGroupHeartbeats back to back on its own connection, for a heartbeat
     generator: the next request is sent from the callback that read the previous answer.
 
-    Cheap per heartbeat, so that the servers, not the generators, set the rate: the request is
+    Cheap per heartbeat, so that the server, not the generators, sets the rate: the request is
     encoded once (kafka-python's classes) and sent again with the next correlation id; an answer
     whose bytes after its correlation id are those of the last answer decoded without an error
     is that same answer, and any other is decoded in full."""
