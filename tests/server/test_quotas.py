@@ -616,13 +616,20 @@ def test_a_client_over_its_request_quota_is_throttled_and_muted_while_a_group_be
     # Muted: after an answer carrying T ms, the next answer on that connection came T ms after
     # the request answered was sent (the mute starts with that answer, later), although the
     # hammer sent its next request at once.
+    late_senders = []
+    muted = 0
     for index in (0, 1):
         mine = sorted((a for a in answers if a[0] == index), key=lambda a: a[2])
         for answer, following in itertools.pairwise(mine):
             if answer[3] > 0:
+                muted += 1
                 assert following[2] - answer[1] >= answer[3] / 1000 - 0.05, (answer, following)
-                # It did not wait (its next request went at once): the coordinator made it.
-                assert following[1] - answer[2] < answer[3] / 2000, (answer, following)
+                if following[1] - answer[2] >= answer[3] / 2000:
+                    late_senders.append((answer, following))
+    # It did not wait (its next request went at once): the coordinator made it. A loaded machine
+    # may keep the hammer's process off the CPU for a few tens of ms, as long as a short mute
+    # (once 26 ms after an answer carrying 32 ms): that is the odd pair, never most of them.
+    assert muted and len(late_senders) <= muted // 4, (muted, late_senders)
     # Slowed: once one answer was throttled, every request sent after it is (the rate counts at
     # least 10 s, so it cannot fall back under the quota within the hammer's 5 s), and there is at
     # most about one answer per second per connection. (Not compared with the unthrottled rate:
