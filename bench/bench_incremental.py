@@ -157,6 +157,19 @@ def now() -> float:
     return time.perf_counter()
 
 
+def take_frames(buffer: bytearray) -> list[bytes]:
+    """The whole size-prefixed frames at the start of ``buffer`` (Kafka's framing), each
+    without its size, taken out of it; what is left is the start of the next one."""
+    frames = []
+    while len(buffer) >= 4:
+        (size,) = struct.unpack_from(">i", buffer)
+        if len(buffer) < 4 + size:
+            break
+        frames.append(bytes(buffer[4 : 4 + size]))
+        del buffer[: 4 + size]
+    return frames
+
+
 # --- one connection, several requests in flight ------------------------------------------------
 
 
@@ -187,14 +200,8 @@ class Connection(asyncio.Protocol):
         self._pending.clear()
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = struct.unpack_from(">i", buffer)
-            if len(buffer) < 4 + size:
-                break
-            payload = bytes(buffer[4 : 4 + size])
-            del buffer[: 4 + size]
+        self._buffer += data
+        for payload in take_frames(self._buffer):
             (correlation_id,) = struct.unpack_from(">i", payload)
             waiter = self._pending.pop(correlation_id, None)
             if waiter is not None and not waiter.done():  # else: its caller was cancelled
@@ -1501,14 +1508,8 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
         return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
-        pending = self._pending
-        pending += self._view[:nbytes]
-        while len(pending) >= 4:
-            (size,) = struct.unpack_from(">i", pending)
-            if len(pending) < 4 + size:
-                return
-            payload = bytes(pending[4 : 4 + size])
-            del pending[: 4 + size]
+        self._pending += self._view[:nbytes]
+        for payload in take_frames(self._pending):
             self._answer(payload)
 
     def _answer(self, payload: bytes) -> None:
