@@ -41,7 +41,6 @@ import random
 import re
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import threading
@@ -52,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heartbeat_load import HeartbeatLoop, take_frames
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -136,22 +136,13 @@ class KafkaConnection(asyncio.Protocol):
             self._waiter.set_exception(self.lost)
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        while len(buffer) >= 4:
-            (size,) = struct.unpack_from(">i", buffer)
-            if len(buffer) < 4 + size:
-                break
-            payload = bytes(buffer[4 : 4 + size])
-            del buffer[: 4 + size]
-            self.on_payload(payload)
-
-    def on_payload(self, payload: bytes) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is None:
-            raise BenchError("a response arrived with no request in flight")
-        if not waiter.done():  # else: the answer to a request whose member task was cancelled
-            waiter.set_result(payload)
+        self._buffer += data
+        for payload in take_frames(self._buffer):
+            waiter, self._waiter = self._waiter, None
+            if waiter is None:
+                raise BenchError("a response arrived with no request in flight")
+            if not waiter.done():  # else: the answer to a request whose member task was cancelled
+                waiter.set_result(payload)
 
     # requests
     def send(self, request: Any) -> asyncio.Future[bytes]:
@@ -1041,46 +1032,6 @@ async def kill_trial(
 # --- metric B: heartbeats -----------------------------------------------------------------------
 
 
-class HeartbeatConnection(KafkaConnection):
-    """Sends the next Heartbeat from the callback that receives the previous answer."""
-
-    def __init__(self, state: dict[str, Any], v: Versions, group_id: str, generation: int, member_id: str):
-        super().__init__()
-        self.state = state
-        self.v = v
-        self.group_id = group_id
-        self.generation = generation
-        self.member_id = member_id
-        self.request: Any = None
-        self.idle: asyncio.Future[None] | None = None
-
-    def fire(self) -> None:
-        self.request = heartbeat_request(self.v, self.group_id, self.generation, self.member_id)
-        self.send(self.request)
-
-    def on_payload(self, payload: bytes) -> None:
-        if self.request is None:  # the hello before the run
-            super().on_payload(payload)
-            return
-        self._waiter = None
-        state = self.state
-        try:
-            response = self.decode(payload, self.request, HeartbeatResponse)
-        except Exception as exc:
-            state["failure"] = f"{type(exc).__name__}: {exc}"
-            state["errors"]["undecodable"] += 1
-            self.close()
-            return
-        if state["running"]:
-            if response.error_code == ErrorCode.NONE:
-                state["ok"] += 1
-            else:
-                state["errors"][response.error_code] += 1
-            self.fire()
-        elif self.idle is not None and not self.idle.done():
-            self.idle.set_result(None)
-
-
 def heartbeat_worker(pipe: Any, params: dict[str, Any]) -> None:
     """A load-generator process: its share of the members heartbeat back to back."""
     try:
@@ -1092,43 +1043,38 @@ def heartbeat_worker(pipe: Any, params: dict[str, Any]) -> None:
 
 
 async def _heartbeat_worker(pipe: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """Its members heartbeat back to back (:class:`heartbeat_load.HeartbeatLoop`) from the
+    start time the parent sends, for ``seconds``."""
     loop = asyncio.get_running_loop()
     v = Versions(**params["versions"])
-    state: dict[str, Any] = {"running": False, "ok": 0, "errors": Counter()}
-    generation, group_id = params["generation"], params["group_id"]
-    ids = iter(params["member_ids"])
-    conns: list[HeartbeatConnection] = await connect_many(
-        params["address"],
-        len(params["member_ids"]),
-        v.api_versions,
-        lambda: HeartbeatConnection(state, v, group_id, generation, next(ids)),
-        parallel=params["connect_parallel"],
+    conns: list[KafkaConnection] = await connect_many(
+        params["address"], len(params["member_ids"]), v.api_versions, parallel=params["connect_parallel"]
     )
     pipe.send("ready")
     start_at = await loop.run_in_executor(None, pipe.recv)  # wall-clock start shared by workers
+    end = start_at + params["seconds"]
+    beats = []
+    for conn, member_id in zip(conns, params["member_ids"], strict=True):
+        assert conn.transport is not None
+        request = heartbeat_request(v, params["group_id"], params["generation"], member_id)
+        beats.append(
+            HeartbeatLoop(conn.transport, request, HeartbeatResponse, CLIENT_ID, end, loop.create_future())
+        )
     await asyncio.sleep(max(0.0, start_at - time.time()))
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    state["running"] = True
-    for conn in conns:
-        conn.fire()
-    await asyncio.sleep(params["seconds"] - (time.perf_counter() - t0))
-    state["running"] = False
-    elapsed = time.perf_counter() - t0
+    cpu0, started = time.process_time(), time.time()
+    for beat in beats:
+        beat.send()
+    await asyncio.gather(*(beat.done for beat in beats))
     cpu = time.process_time() - cpu0
-    for conn in conns:  # let the last answers in, then close
-        if conn._waiter is not None:
-            conn.idle = loop.create_future()
-    pending = [c.idle for c in conns if c.idle is not None]
-    if pending:
-        await asyncio.wait(pending, timeout=5)
     for conn in conns:
         conn.close()
-    if "failure" in state:
-        raise BenchError(state["failure"])
+    errors: Counter[int] = Counter()
+    for beat in beats:
+        errors.update(beat.errors)
     return {
-        "ok": state["ok"],
-        "errors": {str(k): n for k, n in state["errors"].items()},
-        "seconds": elapsed,
+        "ok": sum(beat.answered for beat in beats),
+        "errors": {str(code): n for code, n in errors.items()},
+        "seconds": end - started,  # answers after the end are not counted
         "cpu_s": cpu,
         "connections": len(conns),
     }

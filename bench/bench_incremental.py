@@ -76,6 +76,7 @@ from coordinator_consumer import (
     encode_subscription,
 )
 from coordinator_consumer import TopicPartition as ConsumerTopicPartition
+from heartbeat_load import HeartbeatLoop, take_frames
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -155,19 +156,6 @@ class BenchError(RuntimeError):
 
 def now() -> float:
     return time.perf_counter()
-
-
-def take_frames(buffer: bytearray) -> list[bytes]:
-    """The whole size-prefixed frames at the start of ``buffer`` (Kafka's framing), each
-    without its size, taken out of it; what is left is the start of the next one."""
-    frames = []
-    while len(buffer) >= 4:
-        (size,) = struct.unpack_from(">i", buffer)
-        if len(buffer) < 4 + size:
-            break
-        frames.append(bytes(buffer[4 : 4 + size]))
-        del buffer[: 4 + size]
-    return frames
 
 
 # --- one connection, several requests in flight ------------------------------------------------
@@ -1472,75 +1460,6 @@ async def blast_heartbeats(
     return answered, errors, figures
 
 
-class HeartbeatLoop(asyncio.BufferedProtocol):
-    """One member's ConsumerGroupHeartbeats back to back on its own connection, for a heartbeat
-    generator: the next request is sent from the callback that read the previous answer.
-
-    Cheap per heartbeat, so that the server, not the generators, sets the rate: the request is
-    encoded once (kafka-python's classes) and sent again with the next correlation id; an answer
-    whose bytes after its correlation id are those of the last answer decoded without an error
-    is that same answer, and any other is decoded in full."""
-
-    def __init__(
-        self, transport: asyncio.Transport, request: Any, end: float, done: asyncio.Future[None]
-    ) -> None:
-        request.with_header(correlation_id=0, client_id=CLIENT_ID)
-        self._request = bytearray(request.encode(header=True, framed=True))
-        self._version = request.version
-        self._transport = transport
-        self._end = end
-        self.done = done
-        self._read = bytearray(65536)
-        self._view = memoryview(self._read)
-        self._pending = bytearray()
-        self._correlation_id = 0
-        self._steady: bytes | None = None  # the last good answer after its correlation id
-        self.answered = 0
-        self.errors: Counter[str] = Counter()
-        transport.set_protocol(self)
-
-    def send(self) -> None:
-        self._correlation_id += 1
-        struct.pack_into(">i", self._request, 8, self._correlation_id)  # after size, key, version
-        self._transport.write(bytes(self._request))
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self._pending += self._view[:nbytes]
-        for payload in take_frames(self._pending):
-            self._answer(payload)
-
-    def _answer(self, payload: bytes) -> None:
-        (correlation_id,) = struct.unpack_from(">i", payload)
-        if correlation_id != self._correlation_id:
-            self._fail(BenchError(f"answer {correlation_id} to request {self._correlation_id}"))
-            return
-        if time.time() > self._end:
-            if not self.done.done():
-                self.done.set_result(None)
-            return
-        body = payload[4:]
-        if body == self._steady:
-            self.answered += 1
-        else:
-            reply = ConsumerGroupHeartbeatResponse.decode(payload, version=self._version, header=True)
-            if reply.error_code == 0:
-                self.answered += 1
-                self._steady = body
-            else:
-                self.errors[_error_name(reply.error_code)] += 1
-        self.send()
-
-    def _fail(self, exc: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._fail(exc or ConnectionResetError("connection closed by the server"))
-
-
 def heartbeat_worker() -> int:
     """One heartbeat generator (``--heartbeat-worker``), told by JSON lines on stdin: first the
     address and how many connections to open, then, after it printed ``ready``, the group, the
@@ -1559,7 +1478,10 @@ def heartbeat_worker() -> int:
         for conn, (member_id, epoch) in zip(conns, job["members"], strict=True):
             assert conn.transport is not None
             request = steady_heartbeat(job["group_id"], member_id, epoch)
-            beats.append(HeartbeatLoop(conn.transport, request, end, loop.create_future()))
+            done = loop.create_future()
+            beats.append(
+                HeartbeatLoop(conn.transport, request, ConsumerGroupHeartbeatResponse, CLIENT_ID, end, done)
+            )
         await asyncio.sleep(max(0.0, start - time.time()))
         cpu0 = time.process_time()
         for beat in beats:
@@ -1570,7 +1492,7 @@ def heartbeat_worker() -> int:
             conn.close()
         errors: Counter[str] = Counter()
         for beat in beats:
-            errors.update(beat.errors)
+            errors.update({_error_name(code): n for code, n in beat.errors.items()})
         return {"answered": sum(b.answered for b in beats), "errors": dict(errors), "cpu_s": cpu_s}
 
     print(json.dumps(asyncio.run(run())))
