@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heartbeat_load import HeartbeatLoop, take_frames
+from heartbeat_load import HeartbeatLoop, heartbeat_back_to_back, take_frames
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -1060,12 +1060,7 @@ async def _heartbeat_worker(pipe: Any, params: dict[str, Any]) -> dict[str, Any]
         beats.append(
             HeartbeatLoop(conn.transport, request, HeartbeatResponse, CLIENT_ID, end, loop.create_future())
         )
-    await asyncio.sleep(max(0.0, start_at - time.time()))
-    cpu0, started = time.process_time(), time.time()
-    for beat in beats:
-        beat.send()
-    await asyncio.gather(*(beat.done for beat in beats))
-    cpu = time.process_time() - cpu0
+    started, cpu = await heartbeat_back_to_back(beats, start_at, end)
     for conn in conns:
         conn.close()
     errors: Counter[int] = Counter()

@@ -76,7 +76,7 @@ from coordinator_consumer import (
     encode_subscription,
 )
 from coordinator_consumer import TopicPartition as ConsumerTopicPartition
-from heartbeat_load import HeartbeatLoop, take_frames
+from heartbeat_load import HeartbeatLoop, heartbeat_back_to_back, take_frames
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -1388,10 +1388,10 @@ async def blast_heartbeats(
     server: Server, group: Group, members: list[IncrementalMember], args: argparse.Namespace
 ) -> tuple[int, Counter[str], dict[str, float]]:
     """The members send heartbeats back to back for ``--heartbeat-seconds``, from
-    ``--heartbeat-generators`` processes of their own (:class:`HeartbeatLoop`: cheap enough
-    that the server holds a core and sets the rate): answered, errors
-    by name, and the CPU figures of the run (:class:`CpuWindow`, the processes' CPU counted as
-    the load generator's).
+    ``--heartbeat-generators`` processes of their own (``heartbeat_load.HeartbeatLoop``: cheap
+    enough that the server holds a core and sets the rate): answered, errors by name, and the
+    CPU figures of the run (:class:`CpuWindow`, the processes' CPU counted as the load
+    generator's).
 
     Each process is told how many connections to open, opens them and says ``ready``; the
     members keep heartbeating meanwhile, since starting the processes can take longer than a
@@ -1482,12 +1482,7 @@ def heartbeat_worker() -> int:
             beats.append(
                 HeartbeatLoop(conn.transport, request, ConsumerGroupHeartbeatResponse, CLIENT_ID, end, done)
             )
-        await asyncio.sleep(max(0.0, start - time.time()))
-        cpu0 = time.process_time()
-        for beat in beats:
-            beat.send()
-        await asyncio.gather(*(beat.done for beat in beats))
-        cpu_s = time.process_time() - cpu0
+        _, cpu_s = await heartbeat_back_to_back(beats, start, end)
         for conn in conns:
             conn.close()
         errors: Counter[str] = Counter()

@@ -105,3 +105,21 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(exc or ConnectionResetError("connection closed by the server"))
+
+
+LATE_ANSWER_S = 30.0  # an answer this long after the end: the server stopped answering
+
+
+async def heartbeat_back_to_back(loops: list[HeartbeatLoop], start: float, end: float) -> tuple[float, float]:
+    """Start every loop at ``start`` and wait until each has ended (``start`` and the loops'
+    end in seconds since the epoch). Returns when sending started and the CPU seconds this
+    process spent from then on. Raises if a loop failed, or TimeoutError if an answer did not
+    come within :data:`LATE_ANSWER_S` of the end."""
+    await asyncio.sleep(max(0.0, start - time.time()))
+    cpu0, started = time.process_time(), time.time()
+    for loop in loops:
+        loop.send()
+    await asyncio.wait_for(
+        asyncio.gather(*(loop.done for loop in loops)), max(0.0, end - time.time()) + LATE_ANSWER_S
+    )
+    return started, time.process_time() - cpu0
