@@ -1057,10 +1057,8 @@ async def _heartbeat_worker(pipe: Any, params: dict[str, Any]) -> dict[str, Any]
     for conn, member_id in zip(conns, params["member_ids"], strict=True):
         assert conn.transport is not None
         request = heartbeat_request(v, params["group_id"], params["generation"], member_id)
-        beats.append(
-            HeartbeatLoop(conn.transport, request, HeartbeatResponse, CLIENT_ID, end, loop.create_future())
-        )
-    started, cpu = await heartbeat_back_to_back(beats, start_at, end)
+        beats.append(HeartbeatLoop(conn.transport, request, HeartbeatResponse, CLIENT_ID, end))
+    started, cpu = await heartbeat_back_to_back(beats, start_at)
     for conn in conns:
         conn.close()
     errors: Counter[int] = Counter()

@@ -1478,11 +1478,10 @@ def heartbeat_worker() -> int:
         for conn, (member_id, epoch) in zip(conns, job["members"], strict=True):
             assert conn.transport is not None
             request = steady_heartbeat(job["group_id"], member_id, epoch)
-            done = loop.create_future()
             beats.append(
-                HeartbeatLoop(conn.transport, request, ConsumerGroupHeartbeatResponse, CLIENT_ID, end, done)
+                HeartbeatLoop(conn.transport, request, ConsumerGroupHeartbeatResponse, CLIENT_ID, end)
             )
-        _, cpu_s = await heartbeat_back_to_back(beats, start, end)
+        _, cpu_s = await heartbeat_back_to_back(beats, start)
         for conn in conns:
             conn.close()
         errors: Counter[str] = Counter()

@@ -34,7 +34,8 @@ def take_frames(buffer: bytearray) -> list[bytes]:
 class HeartbeatLoop(asyncio.BufferedProtocol):
     """One member's heartbeats back to back on a connection already open (it takes over the
     connection's transport): the next request is sent from the callback that read the previous
-    answer, until ``end`` (seconds since the epoch); then ``done`` is resolved.
+    answer, until ``end`` (seconds since the epoch); then ``done`` is resolved. Made inside the
+    event loop it runs on.
 
     The request is encoded once, with kafka-python's classes, and sent again with the next
     correlation id. An answer whose bytes after its correlation id are those of the last answer
@@ -48,15 +49,14 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
         response_cls: Any,
         client_id: str,
         end: float,
-        done: asyncio.Future[None],
     ) -> None:
         request.with_header(correlation_id=0, client_id=client_id)
         self._request = bytearray(request.encode(header=True, framed=True))
         self._version = request.version
         self._response_cls = response_cls
         self._transport = transport
-        self._end = end
-        self.done = done
+        self.end = end
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._view = memoryview(bytearray(65536))
         self._pending = bytearray()
         self._correlation_id = 0
@@ -83,7 +83,7 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
         if correlation_id != self._correlation_id:
             self._fail(ConnectionError(f"answer {correlation_id} to request {self._correlation_id}"))
             return
-        if time.time() > self._end:
+        if time.time() > self.end:
             if not self.done.done():
                 self.done.set_result(None)
             return
@@ -110,11 +110,12 @@ class HeartbeatLoop(asyncio.BufferedProtocol):
 LATE_ANSWER_S = 30.0  # an answer this long after the end: the server stopped answering
 
 
-async def heartbeat_back_to_back(loops: list[HeartbeatLoop], start: float, end: float) -> tuple[float, float]:
-    """Start every loop at ``start`` and wait until each has ended (``start`` and the loops'
-    end in seconds since the epoch). Returns when sending started and the CPU seconds this
-    process spent from then on. Raises if a loop failed, or TimeoutError if an answer did not
-    come within :data:`LATE_ANSWER_S` of the end."""
+async def heartbeat_back_to_back(loops: list[HeartbeatLoop], start: float) -> tuple[float, float]:
+    """Start every loop at ``start`` (seconds since the epoch) and wait until each has ended.
+    Returns when sending started and the CPU seconds this process spent from then on. Raises if
+    a loop failed, or TimeoutError if an answer did not come within :data:`LATE_ANSWER_S` of the
+    last loop's end."""
+    end = max(loop.end for loop in loops)
     await asyncio.sleep(max(0.0, start - time.time()))
     cpu0, started = time.process_time(), time.time()
     for loop in loops:
