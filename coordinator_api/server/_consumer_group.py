@@ -181,7 +181,7 @@ class _Member:
     # When its timer fires: the coordinator's one timer for it, at or before its earliest
     # deadline (None: none is set).
     timer_at: int | None = None
-    # The answer to its latest plain heartbeat (_renew_session), given again while the same.
+    # The answer to its latest plain heartbeat (renew_session), given again while the same.
     renewal: ConsumerGroupHeartbeatResult | None = None
 
 
@@ -526,6 +526,10 @@ class ConsumerGroups:
 
     # --- durable state --------------------------------------------------------------------------
 
+    def has_changes(self) -> bool:
+        """Whether :meth:`changes` has something to write."""
+        return bool(self._unwritten)
+
     def changes(self) -> list[ConsumerGroupSnapshot]:
         """What must survive a restart of what changed since the last call (what a store
         writes): for each group that changed, its epochs, the members that changed and the
@@ -643,7 +647,7 @@ class ConsumerGroups:
         self, req: ConsumerGroupHeartbeat, now_ms: int
     ) -> tuple[ConsumerGroupHeartbeatResult, list[MembershipEvent]]:
         """Handle one ConsumerGroupHeartbeat; returns the answer and what changed."""
-        renewed = self._renew_session(req, now_ms)
+        renewed = self.renew_session(req, now_ms)
         if renewed is not None:
             return renewed, []
         events: list[MembershipEvent] = []
@@ -668,7 +672,7 @@ class ConsumerGroups:
                 events,
             )
 
-    def _renew_session(self, req: ConsumerGroupHeartbeat, now_ms: int) -> ConsumerGroupHeartbeatResult | None:
+    def renew_session(self, req: ConsumerGroupHeartbeat, now_ms: int) -> ConsumerGroupHeartbeatResult | None:
         """The answer to a steady heartbeat (:attr:`~ConsumerGroupHeartbeat.renews_only`) of a
         member that is stable at its group's epoch, in a group whose target is up to date and
         whose topics have not changed: the rules below would only renew its session and answer

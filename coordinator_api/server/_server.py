@@ -427,10 +427,7 @@ class CoordinatorServer:
                 conn, frame, merge, respond = entry
                 result = merge(answered) if merge is not None else answered
                 if frame.api_key in self._heartbeats.APIS and not log.isEnabledFor(logging.DEBUG):
-                    throttle_ms = (
-                        self.throttle_time(conn, frame, answered=True) if conn.meter is not None else 0
-                    )
-                    conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
+                    self._finish_heartbeat(conn, frame, result)
                 else:
                     conn.finish(frame, _answer_of(frame, result, respond))
         if fx.events:
@@ -440,6 +437,11 @@ class CoordinatorServer:
             for event in fx.events:
                 _log_event(event)
         self._reschedule()
+
+    def _finish_heartbeat(self, conn: _Connection, frame: _wire.Frame, result: Result) -> None:
+        """Answer a heartbeat, encoded through the heartbeat cache (see :meth:`_apply`)."""
+        throttle_ms = self.throttle_time(conn, frame, answered=True) if conn.meter is not None else 0
+        conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
 
     def handle_frame(self, conn: _Connection, payload: bytes) -> None:
         """Route one complete request. Raises MalformedRequest to have the connection closed.
@@ -522,6 +524,13 @@ class CoordinatorServer:
         respond: _Respond | None = None
         if key in self._heartbeats.APIS and not debug:
             request = self._heartbeats.request(frame, payload, conn.client_host)
+            if self.acls is None:
+                # A steady heartbeat, answered at once: its session renewed, nothing else to do.
+                renewed = self.state.renew(request, self._now_ms())
+                if renewed is not None:
+                    self._finish_heartbeat(conn, frame, renewed)
+                    self._reschedule()
+                    return
         elif api.to_request is not None and not (key is ApiKey.OFFSET_FETCH and frame.api_version >= 8):
             if key is ApiKey.OFFSET_COMMIT:
                 request, respond = self._offset_commit(conn, frame, payload)

@@ -127,6 +127,7 @@ from coordinator_api.server._messages import (
     OffsetsDeleted,
     OffsetsExpired,
     Request,
+    Result,
     SyncGroup,
     SyncGroupResult,
     Topic,
@@ -471,6 +472,28 @@ class GroupCoordinator:
         fx = Effects()
         _REQUESTS.handler(request)(self, request, ref, now_ms, fx)
         return fx
+
+    def renew(self, request: Request, now_ms: int) -> Result | None:
+        """The answer to a steady heartbeat that :meth:`handle` would answer at once with
+        nothing changed but the member's session, given without the rest of its path: the
+        session renewed, the same answer. Only while heartbeats are not held
+        (``heartbeat_hold_ms`` 0, as on Kafka's brokers, which answer at once). None for
+        every other request, which :meth:`handle` then takes, as if this had not been called:
+        nothing has changed then but, for a classic heartbeat refused REBALANCE_IN_PROGRESS,
+        its session, which :meth:`handle` renews to the same deadline again."""
+        if self._config.heartbeat_hold_ms > 0:
+            return None
+        if isinstance(request, ConsumerGroupHeartbeat):
+            classic = self._groups.get(request.group_id)
+            if classic is not None and (classic.state is not GroupState.EMPTY or classic.pending_members):
+                return None  # a migration, or pending classic members to forget
+            if self._stores_state and self._consumer_groups.has_changes():
+                return None  # handle stores them
+            return self._consumer_groups.renew_session(request, now_ms)
+        if isinstance(request, Heartbeat) and not self._is_consumer_group(request.group_id):
+            beat = self._heartbeat(request, now_ms)
+            return beat if beat.error is ErrorCode.NONE else None
+        return None
 
     # --- a handler per request type (the table _REQUESTS, at the end of the module) --------
 

@@ -122,7 +122,12 @@ class Driver:
     def send(self, request: Request) -> int:
         ref = next(self._ref_seq)
         self.sent[ref] = request
-        self.absorb(self.coordinator.handle(ref, request, self.now))
+        # As the server takes a request: a steady heartbeat answered by renew, the rest by handle.
+        renewed = self.coordinator.renew(request, self.now)
+        if renewed is not None:
+            self.absorb(Effects(replies=[(ref, renewed)]))
+        else:
+            self.absorb(self.coordinator.handle(ref, request, self.now))
         return ref
 
     def release(self, ref: int) -> list[tuple[int, Result]]:

@@ -490,6 +490,33 @@ def heartbeat_ref(d: Driver, member_id: str, generation: int) -> int:
     )
 
 
+def test_only_a_stable_members_heartbeat_is_renewed_without_the_rest_of_its_path() -> None:
+    # What the server answers before handle (GroupCoordinator.renew): NONE with the session
+    # renewed, as handle answers it; anything else is left to handle.
+    d = Driver()
+    formed = d.form_group(["a", "b"])
+    a, gen = formed.ids["a"], formed.generation
+    beat = Heartbeat(group_id=GROUP, generation_id=gen, member_id=a, group_instance_id=None)
+    assert d.coordinator.renew(beat, d.now + 5) == HeartbeatResult(error=E.NONE)
+    assert d.coordinator._groups[GROUP].members[a].session_deadline == d.now + 5 + SESSION_MS
+    for other in (
+        Heartbeat(group_id=GROUP, generation_id=gen + 1, member_id=a, group_instance_id=None),
+        Heartbeat(group_id=GROUP, generation_id=gen, member_id="nobody", group_instance_id=None),
+        Heartbeat(group_id="other", generation_id=gen, member_id=a, group_instance_id=None),
+    ):
+        assert d.coordinator.renew(other, d.now + 9) is None, other
+    assert d.coordinator._groups[GROUP].members[a].session_deadline == d.now + 5 + SESSION_MS
+    d.join_ref(d.new_member_id(client="c"), client="c")  # a rebalance: REBALANCE_IN_PROGRESS is handle's
+    assert d.coordinator.renew(beat, d.now) is None
+    assert d.heartbeat(a, gen) is E.REBALANCE_IN_PROGRESS
+    held = Driver(heartbeat_hold_ms=2000)
+    formed = held.form_group(["a"])
+    beat = Heartbeat(
+        group_id=GROUP, generation_id=formed.generation, member_id=formed.ids["a"], group_instance_id=None
+    )
+    assert held.coordinator.renew(beat, held.now) is None
+
+
 def test_held_heartbeat_is_answered_when_the_hold_passes() -> None:
     d = Driver(heartbeat_hold_ms=2000)
     formed = d.form_group(["a", "b"])
