@@ -169,14 +169,24 @@ def test_testing_guide_commands_select_tests() -> None:
 
 
 def test_coordinator_guide_embedded_example_runs(tmp_path: Path) -> None:
-    example, _, _ = python_blocks("coordinator.md")
+    example, _, _, _ = python_blocks("coordinator.md")
     result = run_block(tmp_path / "embedded.py", example + "    print(bootstrap)\n")
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
 
 
+def test_coordinator_guide_own_event_loop_example_runs_on_asyncio_and_on_uvloop(tmp_path: Path) -> None:
+    _, example, _, _ = python_blocks("coordinator.md")
+    on_uvloop = example.replace("asyncio.run(main())  # or uvloop.run(main())", "uvloop.run(main())")
+    assert on_uvloop != example
+    for name, code in (("asyncio", example), ("uvloop", "import uvloop\n" + on_uvloop)):
+        result = run_block(tmp_path / f"own_loop_{name}.py", code)
+        assert result.returncode == 0, (name, result.stderr)
+        assert re.fullmatch(r"coordinator on 127\.0\.0\.1:\d+\n", result.stdout), (name, result.stdout)
+
+
 def test_coordinator_guide_membership_events_example_prints_what_it_says(tmp_path: Path) -> None:
-    _, example, _ = python_blocks("coordinator.md")
+    _, _, example, _ = python_blocks("coordinator.md")
     result = run_block(tmp_path / "membership_events.py", example)
     assert result.returncode == 0, result.stderr
     page = (DOCS / "coordinator.md").read_text()
@@ -186,7 +196,7 @@ def test_coordinator_guide_membership_events_example_prints_what_it_says(tmp_pat
 
 
 def test_coordinator_guide_listeners_example_runs(tmp_path: Path) -> None:
-    _, _, example = python_blocks("coordinator.md")
+    _, _, _, example = python_blocks("coordinator.md")
     result = run_block(tmp_path / "listeners.py", example)
     assert result.returncode == 0, result.stderr
     internal, replicas = result.stdout.split()
@@ -295,8 +305,9 @@ PYTHON_BLOCKS_RUN_BY = {
         "tests/kafka/test_consumer_on_kafka.py (the Kafka-cluster example)",
     ),
     "docs/coordinator.md": (
-        3,
+        4,
         "tests/test_docs.py::test_coordinator_guide_embedded_example_runs, "
+        "tests/test_docs.py::test_coordinator_guide_own_event_loop_example_runs_on_asyncio_and_on_uvloop, "
         "tests/test_docs.py::test_coordinator_guide_membership_events_example_prints_what_it_says, "
         "tests/test_docs.py::test_coordinator_guide_listeners_example_runs",
     ),

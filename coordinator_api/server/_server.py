@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coordinator_api._errors import ConfigurationError, CoordinatorStartError
 from coordinator_api._plugins._manager import PluginRegistry, installed_plugins
@@ -1165,8 +1165,10 @@ class _Connection(asyncio.BufferedProtocol):
         self._turn: asyncio.Handle | None = None  # the next request's turn, when more are queued
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport of whichever event loop the server runs on: uvloop's (which
+        # uvicorn, for one, runs when installed) has asyncio.Transport's methods without
+        # subclassing it.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.client_host = f"/{peer[0]}" if peer else ""
         if self.principal is not None:
