@@ -527,7 +527,7 @@ class ConsumerGroups:
     # --- durable state --------------------------------------------------------------------------
 
     def has_changes(self) -> bool:
-        """Whether :meth:`changes` has something to write."""
+        """Whether :meth:`changes` has something to write (never, for groups not stored)."""
         return bool(self._unwritten)
 
     def changes(self) -> list[ConsumerGroupSnapshot]:

@@ -487,7 +487,7 @@ class GroupCoordinator:
             classic = self._groups.get(request.group_id)
             if classic is not None and (classic.state is not GroupState.EMPTY or classic.pending_members):
                 return None  # a migration, or pending classic members to forget
-            if self._stores_state and self._consumer_groups.has_changes():
+            if self._consumer_groups.has_changes():
                 return None  # handle stores them
             return self._consumer_groups.renew_session(request, now_ms)
         if isinstance(request, Heartbeat) and not self._is_consumer_group(request.group_id):
