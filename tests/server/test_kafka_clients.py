@@ -307,6 +307,9 @@ def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(
             # coordinator: its SyncGroup's connection was lost).
             settle_steadily(members, membership, "g", "a member before the restart")
             wait_for(lambda: bool(committed(first)), 30, "offsets to be committed")
+            # Frozen across the restart (well within its 10 s session), so that what the
+            # restarted coordinator answers first is what it read back, not a newer commit.
+            members[0].pause()
             first.close()
             before = committed_offline(data_dir)
             with EmbeddedCoordinator(
@@ -314,6 +317,7 @@ def test_restart_with_data_dir_keeps_offsets_and_members_rejoin(
             ) as second:
                 assert committed(second) == before
                 assert set(before) == {TopicPartition("events", p) for p in range(PARTITIONS)}
+                members[0].resume()
                 # The member reconnects to the restarted coordinator and keeps (or rejoins) its group.
                 wait_for(
                     lambda: committed(second) != before and owned_exactly_once(members, PARTITIONS),
