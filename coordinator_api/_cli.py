@@ -222,6 +222,8 @@ def _serve(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             settings[name] = value
+    if args.network_thread:
+        settings["network_thread"] = True
     if args.authorizer:
         settings["authorizer"] = True
     if args.super_users is not None:
@@ -1216,6 +1218,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("none", "requested", "required"),
         help="ssl.client.auth: whether clients must present a certificate signed by --ssl-cafile "
         "(default none)",
+    )
+    serve.add_argument(
+        "--network-thread",
+        action="store_true",
+        default=None,
+        help="read and write the connections of plaintext listeners in a thread of C that answers "
+        "steady heartbeats itself, as Kafka's network threads read a broker's; needs "
+        "--heartbeat-hold-ms 0 (default: off)",
     )
     serve.add_argument(
         "--authorizer",

@@ -169,14 +169,14 @@ def test_testing_guide_commands_select_tests() -> None:
 
 
 def test_coordinator_guide_embedded_example_runs(tmp_path: Path) -> None:
-    example, _, _, _ = python_blocks("coordinator.md")
+    example = python_blocks("coordinator.md")[0]
     result = run_block(tmp_path / "embedded.py", example + "    print(bootstrap)\n")
     assert result.returncode == 0, result.stderr
     assert re.fullmatch(r"127\.0\.0\.1:\d+\n", result.stdout)
 
 
 def test_coordinator_guide_own_event_loop_example_runs_on_asyncio_and_on_uvloop(tmp_path: Path) -> None:
-    _, example, _, _ = python_blocks("coordinator.md")
+    example = python_blocks("coordinator.md")[1]
     on_uvloop = example.replace("asyncio.run(main())  # or uvloop.run(main())", "uvloop.run(main())")
     assert on_uvloop != example
     for name, code in (("asyncio", example), ("uvloop", "import uvloop\n" + on_uvloop)):
@@ -185,8 +185,19 @@ def test_coordinator_guide_own_event_loop_example_runs_on_asyncio_and_on_uvloop(
         assert re.fullmatch(r"coordinator on 127\.0\.0\.1:\d+\n", result.stdout), (name, result.stdout)
 
 
+def test_coordinator_guide_network_thread_example_prints_what_it_says(tmp_path: Path) -> None:
+    example = python_blocks("coordinator.md")[2]
+    result = run_block(tmp_path / "network_thread.py", example)
+    assert result.returncode == 0, result.stderr
+    said = re.search(
+        r"prints `(\[\('orders'.*?\])` once the thread", (DOCS / "coordinator.md").read_text(), re.DOTALL
+    )
+    assert said is not None
+    assert result.stdout == " ".join(said.group(1).split()) + "\n"
+
+
 def test_coordinator_guide_membership_events_example_prints_what_it_says(tmp_path: Path) -> None:
-    _, _, example, _ = python_blocks("coordinator.md")
+    example = python_blocks("coordinator.md")[3]
     result = run_block(tmp_path / "membership_events.py", example)
     assert result.returncode == 0, result.stderr
     page = (DOCS / "coordinator.md").read_text()
@@ -196,7 +207,7 @@ def test_coordinator_guide_membership_events_example_prints_what_it_says(tmp_pat
 
 
 def test_coordinator_guide_listeners_example_runs(tmp_path: Path) -> None:
-    _, _, _, example = python_blocks("coordinator.md")
+    example = python_blocks("coordinator.md")[4]
     result = run_block(tmp_path / "listeners.py", example)
     assert result.returncode == 0, result.stderr
     internal, replicas = result.stdout.split()
@@ -305,9 +316,10 @@ PYTHON_BLOCKS_RUN_BY = {
         "tests/kafka/test_consumer_on_kafka.py (the Kafka-cluster example)",
     ),
     "docs/coordinator.md": (
-        4,
+        5,
         "tests/test_docs.py::test_coordinator_guide_embedded_example_runs, "
         "tests/test_docs.py::test_coordinator_guide_own_event_loop_example_runs_on_asyncio_and_on_uvloop, "
+        "tests/test_docs.py::test_coordinator_guide_network_thread_example_prints_what_it_says, "
         "tests/test_docs.py::test_coordinator_guide_membership_events_example_prints_what_it_says, "
         "tests/test_docs.py::test_coordinator_guide_listeners_example_runs",
     ),

@@ -79,6 +79,14 @@ class CoordinatorConfig:
         group session, and half of what the heartbeat interval leaves of it) and answered the
         moment the member has news (docs/incremental.md). No Kafka counterpart; 0 answers every
         heartbeat at once, as Kafka's coordinators do.
+    :param network_thread: read and write the connections of each plaintext listener without
+        SASL in a thread of their own, written in C, as Kafka's brokers read theirs in network
+        threads; that thread answers a connection's steady heartbeat (the same request, but
+        for its correlation id, as the last one the server answered with nothing changed) the
+        way the server last answered it, and the server renews the member's session from it.
+        Everything else goes to the server as before. Needs ``heartbeat_hold_ms`` 0, and the
+        extension built when the package was installed (a C compiler). Off by default
+        (docs/coordinator.md, "The network thread").
     :param consumer_group_session_timeout_ms: ``group.consumer.session.timeout.ms``: the session
         of a member of a consumer group of the incremental protocol (KIP-848), where the
         coordinator, not the member, sets it.
@@ -140,6 +148,7 @@ class CoordinatorConfig:
     connections_max_idle_ms: int = 600_000
     request_arrival_timeout_ms: int = 30_000
     heartbeat_hold_ms: int = 5000
+    network_thread: bool = False
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
     consumer_group_min_session_timeout_ms: int = 45_000
@@ -158,7 +167,7 @@ class CoordinatorConfig:
     cluster_id: str = "coordinator-api"
 
     def __post_init__(self) -> None:
-        for name in ("authorizer", "allow_everyone_if_no_acl_found"):
+        for name in ("authorizer", "allow_everyone_if_no_acl_found", "network_thread"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if isinstance(self.super_users, list):  # as a config file gives it
@@ -209,6 +218,11 @@ class CoordinatorConfig:
         if self.consumer_group_max_size is not None and self.consumer_group_max_size < 1:
             raise ConfigurationError(
                 f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"
+            )
+        if self.network_thread and self.heartbeat_hold_ms:
+            raise ConfigurationError(
+                "network_thread answers heartbeats only when they are answered at once: "
+                f"set heartbeat_hold_ms to 0 (it is {self.heartbeat_hold_ms})"
             )
         if self.max_pending_members < 1:
             raise ConfigurationError(

@@ -94,6 +94,11 @@ class EmbeddedCoordinator:
     def port(self) -> int:
         return self._server.port
 
+    @property
+    def network_thread_answers(self) -> int:
+        """How many heartbeats the network threads answered themselves (``network_thread``)."""
+        return self._server.network_thread_answers
+
     def start(self) -> EmbeddedCoordinator:
         """Start the server thread and wait until it listens."""
         if self._thread is not None:

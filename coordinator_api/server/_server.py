@@ -14,6 +14,7 @@ import collections
 import functools
 import itertools
 import logging
+import socket
 import sqlite3
 import struct
 import time
@@ -41,9 +42,11 @@ from coordinator_api.server._group_configs import GROUP_RESOURCE, GroupConfigErr
 from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
     ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
     CreateTopicsResult,
     DescribeGroups,
     Effects,
+    Heartbeat,
     MembershipEvent,
     OffsetCommitResult,
     OffsetFetchResult,
@@ -64,6 +67,11 @@ from coordinator_api.server._state import GroupCoordinator
 from coordinator_api.server._store import SqliteStore
 from coordinator_api.server._tls import TlsSettings, certificate_principal
 
+try:
+    from coordinator_api.server import _network
+except ImportError:  # the package was installed without a C compiler
+    _network = None  # type: ignore[assignment]
+
 log = logging.getLogger("coordinator_api.server")
 membership_log = logging.getLogger(MEMBERSHIP_LOGGER)
 
@@ -71,6 +79,45 @@ membership_log = logging.getLogger(MEMBERSHIP_LOGGER)
 # Each api key served, by its number: the key and how it is served.
 _SERVED = {int(key): (key, api) for key, api in _wire.API_KEYS.items()}
 _SIZE = struct.Struct(">i")  # of every request, before it
+# What the network threads answer (CoordinatorConfig.network_thread) stays what the server
+# would answer across requests of these api keys: they change no group's members, epochs or
+# assignment. (OffsetCommit changes offsets, and a classic member's session deadline, which a
+# heartbeat's answer does not say.) Requests of the next set change their own group only.
+_LEAVES_HEARTBEATS_ALONE = frozenset(
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.METADATA,
+        ApiKey.FIND_COORDINATOR,
+        ApiKey.PRODUCE,
+        ApiKey.FETCH,
+        ApiKey.LIST_OFFSETS,
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.OFFSET_DELETE,
+        ApiKey.LIST_GROUPS,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        ApiKey.GROUP_DESCRIBE,
+        ApiKey.DESCRIBE_CONFIGS,
+        ApiKey.DESCRIBE_ACLS,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ApiKey.LIST_CONFIG_RESOURCES,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+    }
+)
+_Heartbeat = Heartbeat | ConsumerGroupHeartbeat  # what the heartbeat APIs read as
+_CHANGES_ITS_GROUP = frozenset(
+    {
+        ApiKey.JOIN_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        ApiKey.GROUP_HEARTBEAT,
+    }
+)
 # What a connection may send before it has authenticated, on a listener with SASL.
 _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 # Kafka's answers to the ACL APIs on a broker without an authorizer, and to a client without
@@ -205,6 +252,14 @@ class CoordinatorServer:
         self._group_configs = GroupConfigs(self.config)
         self._store: SqliteStore | None = None
         self._servers: list[asyncio.Server] = []
+        # The listeners served by a network thread (config.network_thread): each one's listening
+        # socket and thread, the connections they hold by their ids, and the connections being
+        # taken over from them.
+        self._network_threads: dict[str, tuple[socket.socket, _network.NetworkThread]] = {}
+        self._network_conns: dict[int, _Connection] = {}
+        self._remembered: dict[str, set[int]] = {}  # group id -> connections whose heartbeat a thread answers
+        self._taking_over: set[asyncio.Task[Any]] = set()
+        self._stopped = asyncio.Event()
         self.ports: dict[str, int] = {}  # listener name -> the port it listens on, once started
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: set[_Connection] = set()
@@ -246,6 +301,11 @@ class CoordinatorServer:
         advertised)."""
         return listener.advertised_port or self.ports.get(listener.name, 0)
 
+    @property
+    def network_thread_answers(self) -> int:
+        """How many heartbeats the network threads answered themselves (``network_thread``)."""
+        return sum(thread.answered for _, thread in list(self._network_threads.values()))
+
     def bootstrap_servers_of(self, listener: str) -> str:
         """``host:port`` of the listener of that name, as clients are told to connect to it."""
         for candidate in self.listeners:
@@ -285,7 +345,23 @@ class CoordinatorServer:
                     )
                 continue
             self.create_topic(name, partitions)
+        if self.config.network_thread and _network is None:
+            raise ConfigurationError(
+                "network_thread needs the C extension coordinator_api.server._network, which was not "
+                "built when the package was installed (no C compiler?); reinstall with one, or turn it off"
+            )
         for listener in self.listeners:
+            if self._uses_network_thread(listener):
+                try:
+                    self._start_network_thread(listener)
+                except OSError as exc:
+                    await self.close()
+                    raise CoordinatorStartError(
+                        f"cannot listen on {listener.host}:{listener.port} (listener {listener.name}): "
+                        f"{exc}; choose another port, or 0 for a free one"
+                    ) from exc
+                self._announce(listener)
+                continue
             try:
                 server = await self._loop.create_server(
                     lambda listener=listener: _Connection(self, listener),
@@ -303,6 +379,91 @@ class CoordinatorServer:
             self.ports[listener.name] = server.sockets[0].getsockname()[1]
             self._announce(listener)
         self._idle_task = asyncio.create_task(self._close_idle_connections())
+
+    def _uses_network_thread(self, listener: Listener) -> bool:
+        """Whether a network thread serves ``listener``: when asked to, on a plaintext listener
+        without SASL (the thread reads bytes as they arrive on the socket)."""
+        return self.config.network_thread and listener.tls is None and listener.sasl is None
+
+    def _start_network_thread(self, listener: Listener) -> None:
+        assert self._loop is not None
+        assert _network is not None
+        family, kind, proto, _, address = socket.getaddrinfo(
+            listener.host or None, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listening = socket.socket(family, kind, proto)
+        try:
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind(address)
+            listening.listen(100)  # asyncio's backlog
+            listening.setblocking(False)
+            thread = _network.NetworkThread(listening.fileno())
+        except OSError:
+            listening.close()
+            raise
+        self._network_threads[listener.name] = (listening, thread)
+        self._loop.add_reader(thread.notify_fd, self._take_over, listener, thread)
+        self.ports[listener.name] = listening.getsockname()[1]
+
+    def _take_over(self, listener: Listener, thread: _network.NetworkThread) -> None:
+        """Serve the connections the network thread accepted: each through the socket it
+        passes their requests on (and takes their answers back) on."""
+        assert self._loop is not None
+        for conn_id, fd, host, _port in thread.accepted():
+            end = _NetworkEnd(thread, conn_id, host)
+            task = self._loop.create_task(
+                self._loop.connect_accepted_socket(
+                    lambda end=end: _Connection(self, listener, end),  # type: ignore[misc]
+                    socket.socket(fileno=fd),
+                )
+            )
+            self._taking_over.add(task)
+            task.add_done_callback(self._taking_over.discard)
+
+    def _settle_network(self, key: ApiKey | None = None, group_id: str | None = None) -> None:
+        """Before the server takes a request (of api ``key``, for group ``group_id``; None: any
+        other change, of any group): the network threads forget the heartbeats whose answers it
+        could change, and the sessions of the members they answered are renewed first, in the
+        order the answers went out. The server answers those heartbeats itself again, and tells
+        the threads afresh, until the next change."""
+        if not self._network_threads:
+            return
+        if key is None or key not in _LEAVES_HEARTBEATS_ALONE:
+            self._forget_network(group_id if key is None or key in _CHANGES_ITS_GROUP else None)
+        self._renew_from_network()
+
+    def _forget_network(self, group_id: str | None) -> None:
+        """The network threads forget the heartbeats of ``group_id`` they answer (None: all)."""
+        if group_id is None:
+            for _, thread in self._network_threads.values():
+                thread.forget_all()
+            self._remembered.clear()
+            return
+        for conn_id in self._remembered.pop(group_id, ()):
+            conn = self._network_conns.get(conn_id)
+            if conn is not None and conn.network is not None:
+                conn.network.thread.forget(conn_id)
+
+    def _remember_network(
+        self, network: _NetworkEnd, request: _Heartbeat, payload: bytes, answer: bytes
+    ) -> None:
+        """From now on ``network``'s thread answers this heartbeat itself, with this answer."""
+        before = network.request
+        if before is not None and before.group_id != request.group_id:
+            self._remembered.get(before.group_id, set()).discard(network.conn_id)
+        network.request = request
+        self._remembered.setdefault(request.group_id, set()).add(network.conn_id)
+        network.thread.remember(network.conn_id, payload, answer)
+
+    def _renew_from_network(self) -> None:
+        """Renew the session of each member a network thread answered, as of its last answer."""
+        for _, thread in self._network_threads.values():
+            for conn_id, answered_ms in thread.renewals():
+                conn = self._network_conns.get(conn_id)
+                if conn is None or conn.network is None or conn.network.request is None:
+                    continue
+                self.state.renew(conn.network.request, answered_ms)
+                conn.last_activity_ms = max(conn.last_activity_ms, answered_ms)
 
     def _announce(self, listener: Listener) -> None:
         port = self.ports[listener.name]
@@ -338,8 +499,8 @@ class CoordinatorServer:
             )
 
     async def serve_forever(self) -> None:
-        assert self._servers, "call start() first"
-        await asyncio.gather(*(server.serve_forever() for server in self._servers))
+        assert self.ports, "call start() first"
+        await asyncio.gather(*(server.serve_forever() for server in self._servers), self._stopped.wait())
 
     async def close(self) -> None:
         if self._idle_task is not None:
@@ -350,9 +511,18 @@ class CoordinatorServer:
             server.close()
         for conn in list(self._connections):
             conn.close("coordinator shutting down")
+        for task in self._taking_over:
+            task.cancel()
+        for listening, thread in self._network_threads.values():
+            if self._loop is not None:
+                self._loop.remove_reader(thread.notify_fd)
+            thread.stop()  # closes what it still holds: the clients see the server go
+            listening.close()
+        self._network_threads.clear()
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+        self._stopped.set()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -360,6 +530,7 @@ class CoordinatorServer:
     def create_topic(self, name: str, partitions: int) -> None:
         """Declare a topic (call on the server's event loop). Raises ConfigurationError if the
         name or partition count is invalid or the topic exists."""
+        self._settle_network()
         fx = self.state.create_topic(name, partitions)
         self._apply(fx)
         result = fx.replies[0][1]
@@ -388,7 +559,17 @@ class CoordinatorServer:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline = None
-        self._apply(self.state.expire(self._now_ms()))
+        now = self._now_ms()
+        if self._network_threads:
+            # A member the network threads answered is not expired: its session is renewed
+            # first, and then usually nothing is due any more.
+            self._renew_from_network()
+            deadline = self.state.next_deadline()
+            if deadline is None or deadline > now:
+                self._reschedule()
+                return
+            self._settle_network()
+        self._apply(self.state.expire(now))
 
     async def _close_idle_connections(self) -> None:
         idle_ms = self.config.connections_max_idle_ms
@@ -396,6 +577,9 @@ class CoordinatorServer:
         period = max(min(idle_ms / 4000, arrival_ms / 4000, 30.0), 0.05)
         while True:
             await asyncio.sleep(period)
+            if self._network_threads:
+                self._renew_from_network()  # what the network threads answered is activity too
+                self._reschedule()
             now = self._now_ms()
             for conn in list(self._connections):
                 if conn.busy_ref is None and now - conn.last_activity_ms > idle_ms:
@@ -438,10 +622,14 @@ class CoordinatorServer:
                 _log_event(event)
         self._reschedule()
 
-    def _finish_heartbeat(self, conn: _Connection, frame: _wire.Frame, result: Result) -> None:
-        """Answer a heartbeat, encoded through the heartbeat cache (see :meth:`_apply`)."""
-        throttle_ms = self.throttle_time(conn, frame, answered=True) if conn.meter is not None else 0
-        conn.finish(frame, self._heartbeats.response(frame, result, throttle_ms), throttle_ms)
+    def _finish_heartbeat(self, conn: _Connection, frame: _wire.Frame, result: Result) -> bytes | None:
+        """Answer a heartbeat, encoded through the heartbeat cache (see :meth:`_apply`); the
+        answer, unless its client's request quota was measured (it may be throttled)."""
+        metered = conn.meter is not None
+        throttle_ms = self.throttle_time(conn, frame, answered=True) if metered else 0
+        answer = self._heartbeats.response(frame, result, throttle_ms)
+        conn.finish(frame, answer, throttle_ms)
+        return None if metered else answer
 
     def handle_frame(self, conn: _Connection, payload: bytes) -> None:
         """Route one complete request. Raises MalformedRequest to have the connection closed.
@@ -524,21 +712,19 @@ class CoordinatorServer:
         respond: _Respond | None = None
         if key in self._heartbeats.APIS and not debug:
             request = self._heartbeats.request(frame, payload, conn.client_host)
-            if self.acls is None:
-                # A steady heartbeat, answered at once: its session renewed, nothing else to do.
-                renewed = self.state.renew(request, self._now_ms())
-                if renewed is not None:
-                    self._finish_heartbeat(conn, frame, renewed)
-                    self._reschedule()
-                    return
+            if self.acls is None and self._renew(conn, frame, payload, request):
+                return
+            self._settle_network(key, cast(_Heartbeat, request).group_id)
         elif api.to_request is not None and not (key is ApiKey.OFFSET_FETCH and frame.api_version >= 8):
             if key is ApiKey.OFFSET_COMMIT:
                 request, respond = self._offset_commit(conn, frame, payload)
             else:
                 request = _wire.read_request(frame, payload, conn.client_host)
+            self._settle_network(key, getattr(request, "group_id", None))
             if debug:
                 log.debug("request from %s: %r", conn.client_host, request)
         else:
+            self._settle_network(key)
             message = _wire.decode(frame, payload)
             if debug:
                 log.debug("request from %s: %r", conn.client_host, message)
@@ -569,6 +755,22 @@ class CoordinatorServer:
         self._inflight[ref] = (conn, frame, merge, respond)
         conn.busy_ref = ref
         self._apply(self.state.handle(ref, request, self._now_ms()))
+
+    def _renew(self, conn: _Connection, frame: _wire.Frame, payload: bytes, request: Request) -> bool:
+        """Answer a steady heartbeat at once, its session renewed, with nothing else to do
+        (:meth:`GroupCoordinator.renew`); False if it is not one. On a connection of a network
+        thread, the thread answers the same heartbeat itself from then on."""
+        network = conn.network
+        if network is not None:
+            self._renew_from_network()  # this member's answers there are older than this one
+        renewed = self.state.renew(request, self._now_ms())
+        if renewed is None:
+            return False
+        answer = self._finish_heartbeat(conn, frame, renewed)
+        if network is not None and answer is not None:
+            self._remember_network(network, cast(_Heartbeat, request), payload, answer)
+        self._reschedule()
+        return True
 
     def _offset_commit(
         self, conn: _Connection, frame: _wire.Frame, payload: bytes
@@ -979,6 +1181,7 @@ class CoordinatorServer:
         return True
 
     def _set_group_configs(self, group_id: str, values: dict[str, int]) -> None:
+        self._settle_network(group_id=group_id)  # its session and interval are in the answers
         self._group_configs.apply(group_id, values)
         self.state.set_group_timeouts(group_id, *self._group_configs.timeouts(group_id))
         self.state.set_group_assignment_interval(group_id, self._group_configs.assignment_interval(group_id))
@@ -1042,11 +1245,14 @@ class CoordinatorServer:
     def release(self, ref: int) -> None:
         """The client of a request held in the state machine sent another one."""
         if ref in self._inflight:
+            self._settle_network()
             self._apply(self.state.release(ref, self._now_ms()))
 
     def connection_opened(self, conn: _Connection) -> bool:
         """Count a new connection; False (and it must close) if its address has too many."""
         self._connections.add(conn)
+        if conn.network is not None:
+            self._network_conns[conn.network.conn_id] = conn
         self._per_address[conn.client_host] += 1
         return self._per_address[conn.client_host] <= self.config.max_connections_per_ip
 
@@ -1083,8 +1289,15 @@ class CoordinatorServer:
         held, conn.held_bytes = conn.held_bytes, 0
         self.hold_request_bytes(conn, -held)
         self._over_budget.discard(conn)
+        network = conn.network
+        if network is not None:
+            self._renew_from_network()  # its last answers there count
+            self._network_conns.pop(network.conn_id, None)
+            if network.request is not None:
+                self._remembered.get(network.request.group_id, set()).discard(network.conn_id)
         ref = conn.busy_ref
         if ref is not None and self._inflight.pop(ref, None) is not None:
+            self._settle_network()
             self._apply(self.state.abandon(ref, self._now_ms()))
 
 
@@ -1129,6 +1342,18 @@ def _acl_words(b: AclBinding) -> str:
     )
 
 
+@dataclass(slots=True)
+class _NetworkEnd:
+    """What a connection of a network thread's listener knows of it: the thread, the
+    connection's id there, the client's address, and the heartbeat the thread was last told to
+    answer (whose member's session its answers renew)."""
+
+    thread: _network.NetworkThread
+    conn_id: int
+    host: str
+    request: _Heartbeat | None = None
+
+
 class _Connection(asyncio.BufferedProtocol):
     """One client connection: frames requests and answers them one at a time, in order.
 
@@ -1139,9 +1364,12 @@ class _Connection(asyncio.BufferedProtocol):
     into the server's one buffer instead: asyncio hands what it read to :meth:`buffer_updated`
     before it reads anything else, on any connection (TLS included), and that copies it out."""
 
-    def __init__(self, server: CoordinatorServer, listener: Listener) -> None:
+    def __init__(
+        self, server: CoordinatorServer, listener: Listener, network: _NetworkEnd | None = None
+    ) -> None:
         self._server = server
         self.listener = listener
+        self.network = network  # a network thread's connection: the server's end of its socketpair
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._queue: collections.deque[bytes] = collections.deque()
@@ -1169,8 +1397,11 @@ class _Connection(asyncio.BufferedProtocol):
         # uvicorn, for one, runs when installed) has asyncio.Transport's methods without
         # subclassing it.
         self._transport = cast(asyncio.Transport, transport)
-        peer = transport.get_extra_info("peername")
-        self.client_host = f"/{peer[0]}" if peer else ""
+        if self.network is not None:
+            self.client_host = f"/{self.network.host}" if self.network.host else ""
+        else:
+            peer = transport.get_extra_info("peername")
+            self.client_host = f"/{peer[0]}" if peer else ""
         if self.principal is not None:
             # A client certificate names the principal (TLS; SASL, if on, names it instead).
             self.principal = certificate_principal(transport.get_extra_info("peercert")) or self.principal

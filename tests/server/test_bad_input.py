@@ -359,9 +359,11 @@ def server(**config: Any) -> Iterator[tuple[EmbeddedCoordinator, Sockets]]:
             sockets.close_all()
 
 
-@pytest.fixture
-def srv() -> Iterator[tuple[EmbeddedCoordinator, Sockets]]:
-    with server(max_request_bytes=MAX_REQUEST) as pair:
+@pytest.fixture(params=[False, True], ids=["event-loop", "network-thread"])
+def srv(request: pytest.FixtureRequest) -> Iterator[tuple[EmbeddedCoordinator, Sockets]]:
+    # Read by the event loop, or by the network thread (test_network_thread.py) that passes
+    # everything but a steady heartbeat on to it.
+    with server(max_request_bytes=MAX_REQUEST, network_thread=request.param) as pair:
         yield pair
 
 
@@ -527,8 +529,9 @@ RANDOM_TRAFFIC = st.one_of(
 )
 
 
-def test_random_bytes_never_break_the_server() -> None:
-    with server(max_request_bytes=MiB) as (coordinator, connect):
+@pytest.mark.parametrize("network_thread", [False, True], ids=["event-loop", "network-thread"])
+def test_random_bytes_never_break_the_server(network_thread: bool) -> None:
+    with server(max_request_bytes=MiB, network_thread=network_thread) as (coordinator, connect):
         bystander = stable_raw_member(connect, "bystander", session_ms=60_000)
         checker = connect()
 
@@ -611,9 +614,13 @@ def test_held_heartbeat_of_one_member_returns_rebalance_in_progress_when_another
 # --- 3. idle connections ---------------------------------------------------------------------
 
 
-def test_idle_connections_are_closed_and_never_delay_others() -> None:
+@pytest.mark.parametrize("network_thread", [False, True], ids=["event-loop", "network-thread"])
+def test_idle_connections_are_closed_and_never_delay_others(network_thread: bool) -> None:
     idle_s = 0.5
-    with server(connections_max_idle_ms=int(idle_s * 1000)) as (coordinator, connect):
+    with server(connections_max_idle_ms=int(idle_s * 1000), network_thread=network_thread) as (
+        coordinator,
+        connect,
+    ):
         opened_at = time.monotonic()
         silent: list[tuple[float, socket.socket]] = [
             (time.monotonic(), connect(timeout=CLOSE_TIMEOUT_S)) for _ in range(50)
