@@ -1202,7 +1202,9 @@ def _start(kind: str, argv: list[str], log_path: Path, notes: list[str], stdin: 
     return Server(kind=kind, address=found[0], process=process, notes=notes, lines=lines)
 
 
-def start_embedded(results_dir: Path, log_level: str | None, profile: Path | None = None) -> Server:
+def start_embedded(
+    results_dir: Path, log_level: str | None, profile: Path | None = None, network_thread: bool = False
+) -> Server:
     cli = [sys.executable, "-m", "coordinator_api"]
     has_cli = (
         subprocess.run(
@@ -1235,6 +1237,8 @@ def start_embedded(results_dir: Path, log_level: str | None, profile: Path | Non
             "--topic",
             f"{TOPIC}:{PARTITIONS}",
         ]
+        if network_thread:  # steady heartbeats answered in C (docs/coordinator.md)
+            argv.append("--network-thread")
         if profile is not None:  # cProfile writes it when the server exits (SIGTERM: a clean exit)
             argv[1:1] = ["-m", "cProfile", "-o", str(profile)]
         notes = ["started with: python " + " ".join(argv[1:])]
@@ -1402,7 +1406,9 @@ def start_servers(args: argparse.Namespace, results_dir: Path, servers: dict[str
     for kind in args.servers:
         t0 = time.perf_counter()
         if kind == EMBEDDED:
-            servers[kind] = start_embedded(results_dir, args.embedded_log_level, args.embedded_profile)
+            servers[kind] = start_embedded(
+                results_dir, args.embedded_log_level, args.embedded_profile, args.network_thread
+            )
         elif kind == MOCK:
             servers[kind] = start_mock(results_dir, args.mock_initial_rebalance_delay_ms)
         else:
@@ -1999,6 +2005,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--embedded-log-level",
         default=None,
         help="--log-level for the embedded coordinator (default: the CLI's own, INFO)",
+    )
+    p.add_argument(
+        "--network-thread",
+        action="store_true",
+        help="the embedded coordinator reads its connections in its network thread, which answers "
+        "steady heartbeats itself (serve --network-thread; docs/coordinator.md)",
     )
     p.add_argument(
         "--embedded-profile",

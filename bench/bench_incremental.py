@@ -37,7 +37,8 @@ interval. A classic member is a KIP-429 consumer: it keeps what it owns through 
 revokes what its new assignment lacks and rejoins at once when it revoked anything.
 
 Also: ConsumerGroupHeartbeats answered per second (back to back, M members) on ours, the
-mock and Kafka.
+mock and Kafka. Ours is then the embedded coordinator that answers heartbeats at once, with its
+network thread unless ``--no-network-thread`` (docs/coordinator.md, "The network thread").
 
 Run ``python bench/bench_incremental.py --help``; bench/README.md has the method and caveats.
 """
@@ -862,6 +863,8 @@ def start_embedded(
     }
     if hold_ms is not None:
         settings["heartbeat_hold_ms"] = hold_ms
+    if hold_ms == 0 and args.network_thread:
+        settings["network_thread"] = "true"  # steady heartbeats answered in C (docs/coordinator.md)
     widest = max(topics.values(), default=0)
     if widest > CoordinatorConfig().max_partitions_per_topic:  # 5 per member past 2,000 members
         settings["max_partitions_per_topic"] = widest
@@ -1689,7 +1692,7 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     if args.heartbeat_members > 0 and EMBEDDED in args.heartbeat_servers:
         needed.add(EMBEDDED_AT_ONCE)  # back-to-back heartbeats with nothing new would be held
     servers: dict[str, Server] = {}
-    report: dict[str, Any] = {"load_average_start": os.getloadavg()}
+    report: dict[str, Any] = {"load_average_start": os.getloadavg(), "network_thread": args.network_thread}
     started = time.monotonic()
     kafka_thread: asyncio.Future[Server] | None = None
     try:
@@ -1864,7 +1867,8 @@ def heartbeat_table(report: dict[str, Any]) -> str:
     rates = {r["server"]: r for r in report.get("heartbeat_rates", [])}
     if not rates:
         return ""
-    labels = {EMBEDDED: "embedded coordinator", MOCK: "librdkafka mock", KAFKA: "Apache Kafka broker"}
+    ours = "embedded coordinator" + (", network thread" if report.get("network_thread") else "")
+    labels = {EMBEDDED: ours, MOCK: "librdkafka mock", KAFKA: "Apache Kafka broker"}
     kinds = [k for k in (EMBEDDED, MOCK, KAFKA) if k in rates]
     header = [
         "metric",
@@ -2119,6 +2123,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="librdkafka consumers for the real-client cross-check on each of --heartbeat-servers (0: skip)",
     )
     p.add_argument("--embedded-log-level", default="INFO")
+    p.add_argument(
+        "--network-thread",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the embedded coordinator that answers heartbeats at once (the heartbeat rates and the "
+        "'classic' variant) answers steady ones in its network thread (default: on)",
+    )
     p.add_argument("--embedded-profile", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--kafka-heap-mb", type=int, default=1024)
     p.add_argument(
