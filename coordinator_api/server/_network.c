@@ -41,6 +41,8 @@
  * that sends faster than the server reads, or reads slower than it answers, holds at most a
  * read or two here, whatever it sends. */
 #define READ_CHUNK 65536
+#define KEPT_CAPACITY 16384  /* what an empty buffer keeps of its room */
+#define ACCEPT_PAUSE_MS 1000  /* out of descriptors or memory: accept again after this, as asyncio does */
 #define EVENTS_PER_WAIT 256
 
 typedef struct {
@@ -79,9 +81,14 @@ static int buf_append(Buf *b, const char *p, size_t n) {
     return 0;
 }
 
+static void buf_free(Buf *b);
+
 static void buf_consume(Buf *b, size_t n) {
     b->start += n;
-    if (b->start == b->end) b->start = b->end = 0;
+    if (b->start == b->end) {
+        b->start = b->end = 0;
+        if (b->cap > KEPT_CAPACITY) buf_free(b);  /* a burst's room goes back once it is sent */
+    }
 }
 
 static void buf_free(Buf *b) {
@@ -156,6 +163,8 @@ typedef struct {
     Renewal *renewals;
     size_t renewals_len, renewals_cap;
     long long answered;  /* heartbeats answered here, since the start */
+    char scratch[READ_CHUNK];  /* what one read brings, before it is handled */
+    int64_t accept_paused_until;  /* 0 while accepting */
     pid_t owner;         /* the process that started the thread (a forked child has no thread) */
 } NetworkThread;
 
@@ -309,11 +318,10 @@ static int flush(int fd, Buf *b) {
 /* Read the client; 1 if the connection is gone. */
 static int read_client(NetworkThread *self, Conn *c) {
     for (int round = 0; round < 4; round++) {
-        if (buf_reserve(&c->in, READ_CHUNK)) return close_conn(self, c), 1;
-        ssize_t n = recv(c->client, c->in.data + c->in.end, READ_CHUNK, 0);
+        ssize_t n = recv(c->client, self->scratch, READ_CHUNK, 0);
         if (n > 0) {
-            c->in.end += (size_t)n;
-            if (take_requests(self, c)) return close_conn(self, c), 1;
+            if (buf_append(&c->in, self->scratch, (size_t)n) || take_requests(self, c))
+                return close_conn(self, c), 1;
             if (n < READ_CHUNK || buf_len(&c->to_pair) > 0 || buf_len(&c->to_client) >= READ_CHUNK) break;
             continue;
         }
@@ -324,7 +332,8 @@ static int read_client(NetworkThread *self, Conn *c) {
          * heartbeat too) and then the end itself, and answers what it can, as it would on a
          * connection of its own. */
         c->client_eof = 1;
-        if (buf_append(&c->to_pair, c->in.data + c->in.start, buf_len(&c->in))) return close_conn(self, c), 1;
+        if (buf_len(&c->in) && buf_append(&c->to_pair, c->in.data + c->in.start, buf_len(&c->in)))
+            return close_conn(self, c), 1;
         buf_free(&c->in);
         break;
     }
@@ -334,12 +343,10 @@ static int read_client(NetworkThread *self, Conn *c) {
 /* Read the server's answers; 1 if the connection is gone. */
 static int read_pair(NetworkThread *self, Conn *c) {
     for (int round = 0; round < 4; round++) {
-        if (buf_reserve(&c->to_client, READ_CHUNK)) return close_conn(self, c), 1;
-        char *at = c->to_client.data + c->to_client.end;
-        ssize_t n = recv(c->pair, at, READ_CHUNK, 0);
+        ssize_t n = recv(c->pair, self->scratch, READ_CHUNK, 0);
         if (n > 0) {
-            c->to_client.end += (size_t)n;
-            count_answers(c, (const unsigned char *)at, (size_t)n);
+            if (buf_append(&c->to_client, self->scratch, (size_t)n)) return close_conn(self, c), 1;
+            count_answers(c, (const unsigned char *)self->scratch, (size_t)n);
             if (n < READ_CHUNK || buf_len(&c->to_client) >= READ_CHUNK) break;
             continue;
         }
@@ -408,6 +415,17 @@ static int index_fd(NetworkThread *self, int fd, Conn *c) {
     return 0;
 }
 
+static int out_of_room(int error) {
+    return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+/* Out of descriptors or memory the listener stays ready while nothing can be accepted: stop
+ * watching it for a while, as asyncio's event loop does, instead of spinning on it. */
+static void pause_accepting(NetworkThread *self) {
+    epoll_ctl(self->epoll_fd, EPOLL_CTL_DEL, self->listen_fd, NULL);
+    self->accept_paused_until = now_ms() + ACCEPT_PAUSE_MS;
+}
+
 static void accept_clients(NetworkThread *self) {
     int accepted = 0;
     for (int round = 0; round < 64; round++) {
@@ -416,13 +434,19 @@ static void accept_clients(NetworkThread *self) {
         int fd = accept4(self->listen_fd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED) continue;
-            break;  /* EAGAIN; or out of descriptors, tried again at the next readiness */
+            if (out_of_room(errno)) pause_accepting(self);  /* it waits in the backlog */
+            break;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
-            close(fd);
+            int failed = errno;
+            close(fd);  /* accepted, but it cannot be served: closed, as a full server would */
+            if (out_of_room(failed)) {
+                pause_accepting(self);
+                break;
+            }
             continue;
         }
         Conn *c = calloc(1, sizeof *c);
@@ -477,12 +501,21 @@ static void *run(void *arg) {
     NetworkThread *self = arg;
     struct epoll_event events[EVENTS_PER_WAIT];
     for (;;) {
-        int n = epoll_wait(self->epoll_fd, events, EVENTS_PER_WAIT, -1);
+        int timeout = -1;
+        if (self->accept_paused_until) {
+            int64_t left = self->accept_paused_until - now_ms();
+            timeout = left > 0 ? (int)left : 0;
+        }
+        int n = epoll_wait(self->epoll_fd, events, EVENTS_PER_WAIT, timeout);
         if (n < 0 && errno != EINTR) break;
         pthread_mutex_lock(&self->lock);
         if (self->stopping) {
             pthread_mutex_unlock(&self->lock);
             break;
+        }
+        if (self->accept_paused_until && now_ms() >= self->accept_paused_until) {
+            self->accept_paused_until = 0;
+            watch(self, self->listen_fd, EPOLLIN, EPOLL_CTL_ADD);
         }
         for (int i = 0; i < n; i++) {
             int fd = events[i].data.fd;

@@ -9,11 +9,15 @@ test_bad_input.py runs its malformed-traffic tests against this thread too."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -307,3 +311,55 @@ def test_the_network_thread_needs_heartbeats_answered_at_once() -> None:
         CoordinatorConfig(network_thread=True)
     with pytest.raises(ConfigurationError, match="network_thread must be true or false"):
         CoordinatorConfig(network_thread="yes", heartbeat_hold_ms=0)  # type: ignore[arg-type]
+
+
+OUT_OF_DESCRIPTORS = """
+import resource, socket, sys, time
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from test_bad_input import encode, recv_frame
+
+config = CoordinatorConfig(heartbeat_hold_ms=0, network_thread=True)
+with EmbeddedCoordinator(config=config) as coordinator:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+    clients = []
+    try:
+        while len(clients) < 200:  # each costs the server three descriptors, and this process one
+            clients.append(socket.create_connection(("127.0.0.1", coordinator.port), timeout=2))
+    except OSError:
+        pass
+    time.sleep(0.5)
+    busy = time.process_time()
+    time.sleep(1.0)
+    spent = time.process_time() - busy
+    for client in clients:
+        client.close()
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    time.sleep(1.5)  # the thread accepts again a second after it ran out
+    with socket.create_connection(("127.0.0.1", coordinator.port), timeout=5) as sock:
+        sock.sendall(encode(ApiVersionsRequest(version=0), 5))
+        answer = ApiVersionsResponse.decode(recv_frame(sock), version=0, header=True)
+    print(len(clients), f"{spent:.3f}", answer.error_code)
+"""
+
+
+def test_the_thread_waits_when_out_of_descriptors_and_then_accepts_again(tmp_path: Path) -> None:
+    # Out of descriptors, accept() fails while the listener stays ready: the thread must not
+    # spin on it (asyncio's event loop pauses a second too), and must accept again after.
+    script = tmp_path / "out_of_descriptors.py"
+    script.write_text(OUT_OF_DESCRIPTORS)
+    here = Path(__file__).parent
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])},
+    )
+    assert result.returncode == 0, result.stderr
+    opened, spent, error = result.stdout.split()
+    assert int(opened) >= 20  # connections were opened until the descriptors ran out
+    assert float(spent) < 0.2, f"{spent} s of CPU in a second while out of descriptors"
+    assert int(error) == 0
