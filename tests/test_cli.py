@@ -64,6 +64,7 @@ def test_serve_declares_topics_from_flags_and_config_file(tmp_path: Path) -> Non
         (["--topic", "events"], "NAME:PARTITIONS"),
         (["--topic", "events:0"], "NAME:PARTITIONS"),
         (["--min-session-timeout-ms", "9000", "--max-session-timeout-ms", "1000"], "must not exceed"),
+        (["--network-thread"], "set heartbeat_hold_ms to 0 (it is 5000)"),
     ],
 )
 def test_serve_rejects_bad_arguments_with_a_clear_message(args: list[str], message: str) -> None:
@@ -72,6 +73,27 @@ def test_serve_rejects_bad_arguments_with_a_clear_message(args: list[str], messa
     )
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_serve_with_the_network_thread_serves_clients_and_stops_on_sigterm() -> None:
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", "--topic", "events:3", "--heartbeat-hold-ms", "0", "--network-thread"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("coordinator listening on 127.0.0.1:")
+        consumer = KafkaConsumer(bootstrap_servers=line.rsplit(" ", 1)[1].strip())
+        try:
+            assert consumer.partitions_for_topic("events") == {0, 1, 2}
+        finally:
+            consumer.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
 
 
 def test_serve_rejects_unknown_config_settings(tmp_path: Path) -> None:
