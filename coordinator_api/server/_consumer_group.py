@@ -202,6 +202,14 @@ def _subscription_of(member: _Member) -> tuple[object, ...]:
     return (member.topics, member.regex, member.resources, member.metadata)
 
 
+def _full(req: ConsumerGroupHeartbeat) -> bool:
+    """Whether a heartbeat is a full one (a join, or every field given), whose answer carries the
+    member's assignment whether it changed or not."""
+    return req.member_epoch == JOIN_EPOCH or (
+        req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None and req.owned is not None
+    )
+
+
 def _reconciled(member: _Member) -> tuple[object, ...]:
     """What of a member a reconciliation can change that the store keeps (its assignment
     epochs change only with these)."""
@@ -673,11 +681,16 @@ class ConsumerGroups:
             )
 
     def renew_session(self, req: ConsumerGroupHeartbeat, now_ms: int) -> ConsumerGroupHeartbeatResult | None:
-        """The answer to a steady heartbeat (:attr:`~ConsumerGroupHeartbeat.renews_only`) of a
-        member that is stable at its group's epoch, in a group whose target is up to date and
-        whose topics have not changed: the rules below would only renew its session and answer
-        with its epoch, which this does without running them. None for any other heartbeat."""
-        if not req.renews_only:
+        """The answer to a steady heartbeat of a member that is stable at its group's epoch, in
+        a group whose target is up to date and whose topics have not changed: the rules below
+        would only renew its session and answer, which this does without running them. A steady
+        heartbeat says nothing but the member and its epoch
+        (:attr:`~ConsumerGroupHeartbeat.renews_only`), or restates exactly what the coordinator
+        has of the member (this project's members send every field in every heartbeat); the
+        answer to the second carries the assignment, as :meth:`heartbeat` gives it. None for any
+        other heartbeat."""
+        lean = req.renews_only
+        if not lean and (req.member_epoch <= 0 or req.may_describe_topic is not None):
             return None
         group = self._groups.get(req.group_id)
         if group is None or group.protocol_type != req.protocol_type:
@@ -691,12 +704,15 @@ class ConsumerGroups:
             or member.epoch != group.assignment_epoch
             or group.group_epoch != group.assignment_epoch
             or (group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics))
+            or not (lean or self._restates(group, member, req))
         ):
             return None
         member.client_id, member.client_host = req.client_id, req.client_host
         session, interval = self._own_timeouts.get(group.group_id, self._timeouts)  # self.timeouts, inlined
         member.session_deadline = now_ms + session
         self._schedule(group.group_id, member)
+        if not lean:
+            return self._answer(group, member, full=_full(req), changed=False, list_owners=req.list_owners)
         renewal = member.renewal  # all it says is the member's id, its epoch and the interval
         if (
             renewal is None
@@ -706,6 +722,21 @@ class ConsumerGroups:
         ):
             renewal = member.renewal = self._answer(group, member, full=False, changed=False)
         return renewal
+
+    def _restates(self, group: _Group, member: _Member, req: ConsumerGroupHeartbeat) -> bool:
+        """Whether every field ``req`` gives is what the coordinator already has of ``member``
+        (so :meth:`_heartbeat` would change nothing: a stable member reconciles no further)."""
+        return (
+            req.instance_id in (None, member.instance_id)
+            and req.rack_id in (None, member.rack_id)
+            and req.rebalance_timeout_ms in (-1, member.rebalance_timeout_ms)
+            and req.server_assignor in (None, member.server_assignor)
+            and (req.subscribed_topic_names is None or frozenset(req.subscribed_topic_names) == member.topics)
+            and (req.subscribed_topic_regex is None or req.subscribed_topic_regex == member.regex)
+            and (req.resources is None or req.resources == member.resources)
+            and (req.metadata is None or req.metadata == member.metadata)
+            and (req.owned is None or self._owned(group, req.owned) == member.assigned)
+        )
 
     def _validate(self, req: ConsumerGroupHeartbeat) -> None:
         def invalid(message: str) -> _Refused:
@@ -825,13 +856,8 @@ class ConsumerGroups:
         updated.session_deadline = now_ms + self.timeouts(group.group_id)[0]
         self._schedule(group.group_id, updated)
 
-        full = req.member_epoch == JOIN_EPOCH or (
-            req.rebalance_timeout_ms != -1
-            and req.subscribed_topic_names is not None
-            and req.owned is not None
-        )
         changed = updated.assigned != assigned_before or joined
-        return self._answer(group, updated, full=full, changed=changed, list_owners=req.list_owners)
+        return self._answer(group, updated, full=_full(req), changed=changed, list_owners=req.list_owners)
 
     def _update(
         self,

@@ -355,17 +355,29 @@ def test_only_a_steady_heartbeat_is_renewed_without_the_rest_of_its_path(c: Coor
         INTERVAL_MS,
     )
     assert renewed.assignment is None and group.members["a"].session_deadline == 700 + SESSION_MS
+    # A heartbeat that restates exactly what the coordinator has of the member (this project's
+    # members send every field every time) is steady too; a full one's answer carries the
+    # assignment, as handle's does.
+    everything = c.owned(t(0, 1, 2, 3, 4, 5))
+    restated = ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=2, owned=everything)
+    assert c.state.renew(restated, 800) == renewed
+    full = dataclasses.replace(restated, rebalance_timeout_ms=REBALANCE_MS, subscribed_topic_names=("t",))
+    answer = c.state.renew(full, 800)
+    assert answer is not None and answer.assignment == everything
+    assert group.members["a"].session_deadline == 800 + SESSION_MS
     for other in (
-        ConsumerGroupHeartbeat(
-            group_id="g", member_id="a", member_epoch=2, owned=c.owned(t(0, 1, 2, 3, 4, 5))
-        ),
+        dataclasses.replace(full, owned=c.owned(t(0, 1, 2))),
+        dataclasses.replace(full, subscribed_topic_names=("t", "u")),
+        dataclasses.replace(full, rebalance_timeout_ms=REBALANCE_MS + 1),
+        dataclasses.replace(full, rack_id="r1"),
+        dataclasses.replace(full, server_assignor="range"),
         ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=1),
         ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=-1),
         ConsumerGroupHeartbeat(group_id="g", member_id="z", member_epoch=2),
         ConsumerGroupHeartbeat(group_id="h", member_id="a", member_epoch=2),
     ):
         assert c.state.renew(other, 900) is None, other
-    assert group.members["a"].session_deadline == 700 + SESSION_MS and "a" in group.members
+    assert group.members["a"].session_deadline == 800 + SESSION_MS and "a" in group.members
     c.heartbeat("b", 0)  # a must now revoke: not steady until it has
     assert c.state.renew(ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=2), 900) is None
     c.heartbeat("a", 2, t(0, 1, 2))
@@ -722,7 +734,8 @@ class Reconciliation(RuleBasedStateMachine):
     session can have run out), so its partitions are dropped at that moment.
 
     Members report what they own in every heartbeat, or, as Kafka's consumers do, only when it
-    changed since they last reported it. Every request also goes to a second coordinator that
+    changed since they last reported it, or send every field, as this project's members do.
+    Every request also goes to a second coordinator that
     never takes the shortcut for steady heartbeats (``renew_session``, which ``renew`` takes
     before ``handle`` is called, and ``handle`` before the rest of its rules): both must answer
     alike and agree on the group.
@@ -738,13 +751,15 @@ class Reconciliation(RuleBasedStateMachine):
         self.incarnations = itertools.count()
 
     def _both(
-        self, member_id: str, epoch: int, owned: set[tuple[str, int]] | None
+        self, member_id: str, epoch: int, owned: set[tuple[str, int]] | None, full: bool = False
     ) -> ConsumerGroupHeartbeatResult:
-        topics = ("t", "u") if epoch == 0 else None
-        result = self.c.heartbeat(member_id, epoch, owned, subscribed_topic_names=topics)
+        fields: dict[str, object] = {"subscribed_topic_names": ("t", "u") if epoch == 0 or full else None}
+        if full and epoch > 0:
+            fields["rebalance_timeout_ms"] = REBALANCE_MS
+        result = self.c.heartbeat(member_id, epoch, owned, **fields)
         if self.without_shortcut is None:
             return result
-        other = self.without_shortcut.heartbeat(member_id, epoch, owned, subscribed_topic_names=topics)
+        other = self.without_shortcut.heartbeat(member_id, epoch, owned, **fields)
         seen = (result.error, result.member_epoch, result.heartbeat_interval_ms, self.c.names(result))
         assert seen == (
             other.error,
@@ -754,11 +769,11 @@ class Reconciliation(RuleBasedStateMachine):
         ), (result, other)
         return result
 
-    def _beat(self, member: Member, report_changes_only: bool = False) -> None:
+    def _beat(self, member: Member, report_changes_only: bool = False, full: bool = False) -> None:
         owned: set[tuple[str, int]] | None = None if member.epoch == 0 else member.owned
-        if report_changes_only and member.epoch > 0 and member.owned == member.reported:
+        if report_changes_only and not full and member.epoch > 0 and member.owned == member.reported:
             owned = None  # unchanged since it last said
-        result = self._both(member.member_id, member.epoch, owned)
+        result = self._both(member.member_id, member.epoch, owned, full)
         if owned is not None or member.epoch == 0:
             member.reported = set(owned or ())
         if result.error is not ErrorCode.NONE:
@@ -780,12 +795,12 @@ class Reconciliation(RuleBasedStateMachine):
             member.since = {p: member.since[p] if p in kept else result.member_epoch for p in assigned}
             member.owned = assigned  # revoke what is gone, start what is new
 
-    @rule(name=st.sampled_from(["a", "b", "c", "d"]), report_changes_only=st.booleans())
-    def heartbeat(self, name: str, report_changes_only: bool) -> None:
+    @rule(name=st.sampled_from(["a", "b", "c", "d"]), report_changes_only=st.booleans(), full=st.booleans())
+    def heartbeat(self, name: str, report_changes_only: bool, full: bool) -> None:
         if name not in self.members:  # ids that replay alike: hypothesis draws from what they decide
             self.members[name] = Member(f"{name}-{next(self.incarnations)}")
         member = self.members[name]
-        self._beat(member, report_changes_only)
+        self._beat(member, report_changes_only, full)
 
     @precondition(lambda self: self.members)
     @rule(data=st.data())

@@ -307,7 +307,7 @@ class ResourceReconciliation(Reconciliation):
         self.c.create({"t": 6, "u": 3})  # topics named as the resources, for offset commits
         self.without_shortcut = None  # the model's comparison is of consumer groups
 
-    def _beat(self, member: Member, report_changes_only: bool = False) -> None:
+    def _beat(self, member: Member, report_changes_only: bool = False, full: bool = False) -> None:
         c = self.c
         assert isinstance(c, Tasks)
         joining = member.epoch == 0
@@ -315,7 +315,7 @@ class ResourceReconciliation(Reconciliation):
             member.member_id,
             member.epoch,
             () if joining else member.owned,
-            resources={"t": 6, "u": 3} if joining else None,
+            resources={"t": 6, "u": 3} if joining or full else None,  # full: as this project's members
         )
         if result.error is not ErrorCode.NONE:
             assert result.error in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID), result
