@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import pty
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,32 +32,36 @@ CLI = [sys.executable, "-m", "coordinator_api"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@contextlib.contextmanager
+def serving(*args: str) -> Iterator[KafkaConsumer]:
+    """``coordinator-api serve --port 0`` with ``args``, and a kafka-python consumer of it; the
+    server must stop cleanly on SIGTERM afterwards."""
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("coordinator listening on 127.0.0.1:")
+        consumer = KafkaConsumer(bootstrap_servers=line.rsplit(" ", 1)[1].strip())
+        try:
+            yield consumer
+        finally:
+            consumer.close()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+
+
 def test_serve_declares_topics_from_flags_and_config_file(tmp_path: Path) -> None:
     # docs/coordinator.md's config file, as written (events = 12, orders = 6); the flag overrides it.
     config = tmp_path / "coordinator.toml"
     example = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "coordinator.md").read_text(), re.DOTALL)[0]
     assert "events = 12" in example and "orders = 6" in example
     config.write_text(example)
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--topic", "events:3", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("coordinator listening on 127.0.0.1:")
-        bootstrap = line.rsplit(" ", 1)[1].strip()
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap)
-        try:
-            assert consumer.partitions_for_topic("events") == {0, 1, 2}
-            assert consumer.partitions_for_topic("orders") == set(range(6))
-        finally:
-            consumer.close()
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+    with serving("--topic", "events:3", "--config", str(config)) as consumer:
+        assert consumer.partitions_for_topic("events") == {0, 1, 2}
+        assert consumer.partitions_for_topic("orders") == set(range(6))
 
 
 @pytest.mark.parametrize(
@@ -76,24 +82,8 @@ def test_serve_rejects_bad_arguments_with_a_clear_message(args: list[str], messa
 
 
 def test_serve_with_the_network_thread_serves_clients_and_stops_on_sigterm() -> None:
-    process = subprocess.Popen(
-        [*CLI, "serve", "--port", "0", "--topic", "events:3", "--heartbeat-hold-ms", "0", "--network-thread"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("coordinator listening on 127.0.0.1:")
-        consumer = KafkaConsumer(bootstrap_servers=line.rsplit(" ", 1)[1].strip())
-        try:
-            assert consumer.partitions_for_topic("events") == {0, 1, 2}
-        finally:
-            consumer.close()
-    finally:
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=10) == 0
+    with serving("--topic", "events:3", "--heartbeat-hold-ms", "0", "--network-thread") as consumer:
+        assert consumer.partitions_for_topic("events") == {0, 1, 2}
 
 
 def test_serve_rejects_unknown_config_settings(tmp_path: Path) -> None:
