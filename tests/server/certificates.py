@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import trustme
+from coordinator_consumer import ConsumerGroupMember
 
 
 def issue_pki(ca: trustme.CA, folder: Path) -> dict[str, Path]:
@@ -19,3 +20,16 @@ def issue_pki(ca: trustme.CA, folder: Path) -> dict[str, Path]:
     server.private_key_and_cert_chain_pem.write_to_path(files["server"])
     client.private_key_and_cert_chain_pem.write_to_path(files["client"])
     return files
+
+
+def certified_member(bootstrap: str, pki: dict[str, Path]) -> ConsumerGroupMember:
+    """A member of group ``certified`` (topic ``t``) that connects over TLS with the client
+    certificate of ``pki`` (:func:`issue_pki`)."""
+    return ConsumerGroupMember(
+        "certified",
+        bootstrap,
+        topics=["t"],
+        security_protocol="SSL",
+        ssl_cafile=str(pki["ca"]),
+        ssl_certfile=str(pki["client"]),
+    )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trustme
 import uvloop
-from certificates import issue_pki
+from certificates import certified_member, issue_pki
 from confluent_kafka import Consumer
 from coordinator_consumer import ConsumerGroupMember
 from kafka.admin import KafkaAdminClient
@@ -123,14 +123,7 @@ def test_a_member_with_a_client_certificate_joins_over_tls_on_uvloop(pki: dict[s
     # names the connection's principal after it (as Kafka's default mapping does).
     tls = TlsSettings(certfile=pki["server"], cafile=pki["ca"], client_auth="required")
     with OnUvloop(tls=tls) as server:
-        member = ConsumerGroupMember(
-            "certified",
-            server.bootstrap_servers,
-            topics=["t"],
-            security_protocol="SSL",
-            ssl_cafile=str(pki["ca"]),
-            ssl_certfile=str(pki["client"]),
-        )
+        member = certified_member(server.bootstrap_servers, pki)
         try:
             wait_for(lambda: owns(member, 4), 30, "a member with a client certificate")
             principals = {conn.principal for conn in list(server._connections)}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import trustme
-from certificates import issue_pki
+from certificates import certified_member, issue_pki
 from confluent_kafka import Consumer
 from coordinator_consumer import ConsumerGroupMember
 from cryptography import x509
@@ -135,14 +135,7 @@ def test_client_certificates_when_the_listener_requires_them(ca: trustme.CA, pki
         anonymous = ssl.create_default_context(cafile=str(pki["ca"]))
         with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
             api_versions_without_a_certificate(anonymous, host, int(port))
-        member = ConsumerGroupMember(
-            "certified",
-            coordinator.bootstrap_servers,
-            topics=["t"],
-            security_protocol="SSL",
-            ssl_cafile=str(pki["ca"]),
-            ssl_certfile=str(pki["client"]),
-        )
+        member = certified_member(coordinator.bootstrap_servers, pki)
         try:
             wait_for_assignment(lambda: member.poll(0.05), lambda: len(member.assignment()) == 2, "a member")
         finally:
