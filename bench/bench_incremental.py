@@ -117,6 +117,7 @@ RETRIABLE = {
 # Servers (processes) and variants (a protocol on a server, the table's columns).
 EMBEDDED, EMBEDDED_AT_ONCE, KAFKA, MOCK = "embedded", "embedded-at-once", "kafka", "mock"
 INCREMENTAL, CLASSIC = "incremental", "classic"
+LEAN, FULL = "lean", "full"  # the heartbeat rate's shapes of heartbeat (--heartbeat-shape)
 
 
 @dataclass(frozen=True)
@@ -405,6 +406,30 @@ def steady_heartbeat(group_id: str, member_id: str, epoch: int, partitions: Any 
         subscribed_topic_regex=None,
         server_assignor=None,
         topic_partitions=partitions,
+    )
+
+
+def restating_heartbeat(
+    group_id: str, member_id: str, epoch: int, owned: list[int], full: dict[str, Any]
+) -> Any:
+    """A steady heartbeat that gives every field, each what the member joined with or owns, as
+    this project's members send every heartbeat (``--heartbeat-shape full``)."""
+    return ConsumerGroupHeartbeatRequest(
+        version=CONSUMER_GROUP_HEARTBEAT_VERSION,
+        group_id=group_id,
+        member_id=member_id,
+        member_epoch=epoch,
+        instance_id=None,
+        rack_id=None,
+        rebalance_timeout_ms=full["rebalance_timeout_ms"],
+        subscribed_topic_names=[full["topic"]],
+        subscribed_topic_regex="",  # as the members joined (see IncrementalMember._request)
+        server_assignor=None,
+        topic_partitions=[
+            ConsumerGroupHeartbeatRequest.TopicPartitions(
+                topic_id=uuid.UUID(full["topic_id"]), partitions=owned
+            )
+        ],
     )
 
 
@@ -1433,7 +1458,14 @@ async def blast_heartbeats(
         jobs = [
             {
                 "group_id": group.group_id,
-                "members": [[m.member_id, m.epoch] for m in share],
+                "members": [[m.member_id, m.epoch, sorted(m.owned)] for m in share],
+                "full": None
+                if args.heartbeat_shape == LEAN
+                else {
+                    "topic": group.topic,
+                    "topic_id": str(group.topic_id),
+                    "rebalance_timeout_ms": group.rebalance_timeout_ms,
+                },
                 "seconds": args.heartbeat_seconds,
                 "start": start,
             }
@@ -1467,7 +1499,8 @@ def heartbeat_worker() -> int:
     """One heartbeat generator (``--heartbeat-worker``), told by JSON lines on stdin: first the
     address and how many connections to open, then, after it printed ``ready``, the group, the
     members with their epochs, the seconds and the start time (seconds since the epoch). It
-    prints the counts as JSON, the errors by name."""
+    prints the counts as JSON, the errors by name. With ``full`` (the topic, its id and the
+    rebalance timeout) each heartbeat restates the member's subscription and what it owns."""
     opening = json.loads(sys.stdin.readline())
 
     async def run() -> dict[str, Any]:
@@ -1478,9 +1511,14 @@ def heartbeat_worker() -> int:
         start = job["start"]
         end = start + job["seconds"]
         beats = []
-        for conn, (member_id, epoch) in zip(conns, job["members"], strict=True):
+        full = job["full"]
+        for conn, (member_id, epoch, owned) in zip(conns, job["members"], strict=True):
             assert conn.transport is not None
-            request = steady_heartbeat(job["group_id"], member_id, epoch)
+            request = (
+                steady_heartbeat(job["group_id"], member_id, epoch)
+                if full is None
+                else restating_heartbeat(job["group_id"], member_id, epoch, owned, full)
+            )
             beats.append(
                 HeartbeatLoop(conn.transport, request, ConsumerGroupHeartbeatResponse, CLIENT_ID, end)
             )
@@ -1692,7 +1730,11 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
     if args.heartbeat_members > 0 and EMBEDDED in args.heartbeat_servers:
         needed.add(EMBEDDED_AT_ONCE)  # back-to-back heartbeats with nothing new would be held
     servers: dict[str, Server] = {}
-    report: dict[str, Any] = {"load_average_start": os.getloadavg(), "network_thread": args.network_thread}
+    report: dict[str, Any] = {
+        "load_average_start": os.getloadavg(),
+        "network_thread": args.network_thread,
+        "heartbeat_shape": args.heartbeat_shape,
+    }
     started = time.monotonic()
     kafka_thread: asyncio.Future[Server] | None = None
     try:
@@ -1738,7 +1780,11 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
         rates: list[dict[str, Any]] = []
         report["heartbeat_rates"] = rates
         if args.heartbeat_members > 0:
-            print(f"\nConsumerGroupHeartbeat back to back, {args.heartbeat_members} members", flush=True)
+            print(
+                f"\n{args.heartbeat_shape} ConsumerGroupHeartbeats back to back, "
+                f"{args.heartbeat_members} members",
+                flush=True,
+            )
             measured: list[tuple[str, Server, uuid.UUID]] = []
             for kind in args.heartbeat_servers:
                 # The embedded coordinator's rate is measured with heartbeats answered at once,
@@ -1887,7 +1933,8 @@ def heartbeat_table(report: dict[str, Any]) -> str:
     rows = [header]
     rows.append(
         [
-            "ConsumerGroupHeartbeats answered per second (best; median)",
+            f"{report.get('heartbeat_shape', LEAN)} ConsumerGroupHeartbeats answered per second "
+            "(best; median)",
             str(members),
             *(
                 "not supported"
@@ -2107,6 +2154,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=2,
         help="processes sending the heartbeats of the rate, the members split among them",
+    )
+    p.add_argument(
+        "--heartbeat-shape",
+        choices=[LEAN, FULL],
+        default=LEAN,
+        help="the rate's heartbeats: lean (id and epoch, as Kafka's and librdkafka's consumers send "
+        "a steady one) or full (every field restated, as this project's members send each one)",
     )
     p.add_argument("--heartbeat-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--heartbeat-repeats", type=int, default=3)

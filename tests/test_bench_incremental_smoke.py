@@ -155,3 +155,29 @@ def test_a_second_join_an_interval_after_a_first_is_measured(tmp_path: Path) -> 
     rows = [line for line in done.stdout.splitlines() if re.match(r"^\| (partition|time)", line)]
     changes = [row.split("|")[3].strip() for row in rows]
     assert changes == ["scale-out-2"] * 3, done.stdout
+
+
+@pytest.mark.timeout(120)
+def test_full_heartbeats_are_measured_on_the_embedded_coordinator_and_the_mock(tmp_path: Path) -> None:
+    # --heartbeat-shape full: every heartbeat of the rate restates the member's subscription,
+    # rebalance timeout and owned partitions, as this project's members send them; both servers
+    # answer them all without an error.
+    output = tmp_path / "full.json"
+    done = run_bench(
+        "bench_incremental.py",
+        *("--members", "4", "--variants", "ours", "--repeats", "0", "--heartbeat-interval-ms", "300"),
+        *("--session-timeout-ms", "3000", "--rebalance-timeout-ms", "10000", "--trial-timeout", "60"),
+        *("--heartbeat-members", "4", "--heartbeat-seconds", "1", "--heartbeat-repeats", "1"),
+        *("--heartbeat-servers", "embedded,mock", "--real-clients", "0", "--heartbeat-shape", "full"),
+        *("--output", str(output)),
+        timeout_s=110,
+    )
+    report = json.loads(output.read_text())
+    assert report["heartbeat_shape"] == "full"
+    rates = {r["server"]: r for r in report["heartbeat_rates"]}
+    assert set(rates) == {"embedded", "mock"}
+    for kind, rate in rates.items():
+        assert "failure" not in rate, (kind, rate)
+        assert all(run["errors"] == {} and run["answered"] > 0 for run in rate["runs"]), rate
+        assert rate["owned_exactly_once"] is True, rate
+    assert "| full ConsumerGroupHeartbeats answered per second" in done.stdout, done.stdout

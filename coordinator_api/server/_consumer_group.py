@@ -732,7 +732,8 @@ class ConsumerGroups:
             and req.rebalance_timeout_ms in (-1, member.rebalance_timeout_ms)
             and req.server_assignor in (None, member.server_assignor)
             and (req.subscribed_topic_names is None or frozenset(req.subscribed_topic_names) == member.topics)
-            and (req.subscribed_topic_regex is None or req.subscribed_topic_regex == member.regex)
+            # An empty regex is none (as _update stores it): librdkafka sends one beside names.
+            and (req.subscribed_topic_regex is None or (req.subscribed_topic_regex or None) == member.regex)
             and (req.resources is None or req.resources == member.resources)
             and (req.metadata is None or req.metadata == member.metadata)
             and (req.owned is None or self._owned(group, req.owned) == member.assigned)
