@@ -1,0 +1,106 @@
+"""The network thread's C under AddressSanitizer and UndefinedBehaviorSanitizer.
+
+The thread reads whatever clients send, in C. This builds ``_network.c`` again with both
+sanitizers (aborting at the first error), and runs the tests that drive the thread, those of
+test_network_thread.py and test_bad_input.py's malformed, truncated, random-bytes and idle
+connections against it, in a pytest of their own that loads that build in place of the
+installed one and has the sanitizers' runtime preloaded. A read or write out of bounds, a use
+after free, a double free or undefined arithmetic in the thread ends that run with the
+sanitizer's report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parents[2] / "coordinator_api" / "server" / "_network.c"
+TESTS = Path(__file__).resolve().parent
+# The inner run's plugin: the sanitized build becomes coordinator_api.server._network before
+# anything imports the installed one, and the run writes down which build and runtime it has.
+PLUGIN = """
+import importlib.util
+import os
+import sys
+
+name, path = "coordinator_api.server._network", os.environ["SANITIZED_NETWORK"]
+spec = importlib.util.spec_from_file_location(name, path)
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+
+from coordinator_api.server import _server  # noqa: E402
+
+with open("/proc/self/maps") as maps:
+    runtime = "libasan" in maps.read()
+with open(os.environ["SANITIZED_REPORT"], "w") as report:
+    report.write(f"{_server._network.__file__} asan={runtime}")
+"""
+
+
+def _runtime(compiler: str, name: str) -> str | None:
+    found = subprocess.run(
+        [compiler, f"-print-file-name={name}"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return found if os.path.isabs(found) and os.path.exists(found) else None
+
+
+@pytest.mark.timeout(600)
+def test_the_thread_runs_its_tests_clean_under_the_sanitizers(tmp_path: Path) -> None:
+    compiler = shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no gcc: the extension itself is built with the C compiler pip finds")
+    asan, ubsan = _runtime(compiler, "libasan.so"), _runtime(compiler, "libubsan.so")
+    assert asan and ubsan, "gcc has no sanitizer runtimes (libasan, libubsan)"
+    built = tmp_path / ("_network" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    subprocess.run(
+        [
+            compiler,
+            *("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"),
+            "-fno-sanitize-recover=all",
+            *("-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}"),
+            *(str(SOURCE), "-o", str(built), "-lpthread"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (tmp_path / "sanitized_network.py").write_text(PLUGIN)
+    logs = tmp_path / "reports"
+    logs.mkdir()
+    env = {
+        **os.environ,
+        "SANITIZED_NETWORK": str(built),
+        "SANITIZED_REPORT": str(tmp_path / "loaded"),
+        "LD_PRELOAD": f"{asan} {ubsan}",
+        # Python's own allocations are not this test's business (it frees little at exit).
+        "ASAN_OPTIONS": f"detect_leaks=0:abort_on_error=1:log_path={logs / 'asan'}",
+        "UBSAN_OPTIONS": f"print_stacktrace=1:log_path={logs / 'ubsan'}",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "sanitized_network"),
+            str(TESTS / "test_network_thread.py"),
+            str(TESTS / "test_bad_input.py"),
+            # the descriptor-limit test runs a child of its own, with the installed build
+            *("-k", "thread and not descriptors"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=TESTS.parent.parent,
+        timeout=580,
+        check=False,
+    )
+    reports = "".join(p.read_text(errors="replace") for p in sorted(logs.iterdir()))
+    assert not reports, reports
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert (tmp_path / "loaded").read_text() == f"{built} asan=True"
+    # The inner run did run the thread's tests: those of both files.
+    passed = next(line for line in done.stdout.splitlines() if " passed" in line)
+    assert int(passed.split()[0]) >= 30, passed
