@@ -391,21 +391,28 @@ class Group:
 # --- an incremental (KIP-848) member -------------------------------------------------------------
 
 
-def steady_heartbeat(group_id: str, member_id: str, epoch: int, partitions: Any = None) -> Any:
+def steady_heartbeat(
+    group_id: str, member_id: str, epoch: int, partitions: Any = None, **restated: Any
+) -> Any:
     """A member's ConsumerGroupHeartbeat once it is in the group: its id and epoch, and what it
-    owns only if that changed (``partitions``; None: unchanged)."""
+    owns only if that changed (``partitions``; None: unchanged); ``restated``: other fields
+    given again."""
+    fields: dict[str, Any] = {
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": -1,
+        "subscribed_topic_names": None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": partitions,
+    }
+    fields.update(restated)
     return ConsumerGroupHeartbeatRequest(
         version=CONSUMER_GROUP_HEARTBEAT_VERSION,
         group_id=group_id,
         member_id=member_id,
         member_epoch=epoch,
-        instance_id=None,
-        rack_id=None,
-        rebalance_timeout_ms=-1,
-        subscribed_topic_names=None,
-        subscribed_topic_regex=None,
-        server_assignor=None,
-        topic_partitions=partitions,
+        **fields,
     )
 
 
@@ -414,22 +421,16 @@ def restating_heartbeat(
 ) -> Any:
     """A steady heartbeat that gives every field, each what the member joined with or owns, as
     this project's members send every heartbeat (``--heartbeat-shape full``)."""
-    return ConsumerGroupHeartbeatRequest(
-        version=CONSUMER_GROUP_HEARTBEAT_VERSION,
-        group_id=group_id,
-        member_id=member_id,
-        member_epoch=epoch,
-        instance_id=None,
-        rack_id=None,
+    topic_id = uuid.UUID(full["topic_id"])
+    owns = ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id, partitions=owned)
+    return steady_heartbeat(
+        group_id,
+        member_id,
+        epoch,
+        [owns],
         rebalance_timeout_ms=full["rebalance_timeout_ms"],
         subscribed_topic_names=[full["topic"]],
         subscribed_topic_regex="",  # as the members joined (see IncrementalMember._request)
-        server_assignor=None,
-        topic_partitions=[
-            ConsumerGroupHeartbeatRequest.TopicPartitions(
-                topic_id=uuid.UUID(full["topic_id"]), partitions=owned
-            )
-        ],
     )
 
 

@@ -26,6 +26,9 @@ PARTITIONS = 20  # --quick: 5 partitions per member
 # A joiner of a group of 4 on 20 partitions must get 4 of them (20 // 5); the leaver (one of the
 # 5 members then, each with 4) leaves 4 that must move.
 LEAST_MOVED = {"scale-out": 4, "scale-in": 4}
+# --quick's intervals and timeouts, for the runs that choose their own sizes.
+SHORT = ("--heartbeat-interval-ms", "300", "--session-timeout-ms", "3000")
+SHORT += ("--rebalance-timeout-ms", "10000", "--trial-timeout", "60")
 RATIO = re.compile(r"^(\d[\d.e+-]*x \((better|worse|same)\)|1x \(both 0\)|not supported)$")
 
 
@@ -59,6 +62,16 @@ def _check_trial(trial: dict[str, Any]) -> None:
     assert len(after) == trial["members_after"], trial
 
 
+def _check_rate(kind: str, rate: dict[str, Any]) -> None:
+    """A server's heartbeat rate: every run answered heartbeats, none with an error, and the
+    group was whole after."""
+    assert "failure" not in rate, (kind, rate)
+    assert finite(rate["best_per_second"]) >= finite(rate["median_per_second"]) > 0, rate
+    assert finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
+    assert all(run["errors"] == {} and run["answered"] > 0 for run in rate["runs"]), rate
+    assert rate["owned_exactly_once"] is True, rate
+
+
 @pytest.mark.timeout(300)
 def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
     output = tmp_path / "incremental.json"
@@ -84,11 +97,7 @@ def test_quick_benchmark_measures_every_server(tmp_path: Path) -> None:
     rates = {r["server"]: r for r in report["heartbeat_rates"]}
     assert set(rates) == {"embedded", "mock", "kafka"}
     for kind, rate in rates.items():
-        assert "failure" not in rate, (kind, rate)
-        assert finite(rate["best_per_second"]) >= finite(rate["median_per_second"]) > 0, rate
-        assert finite(rate["median_server_cpu_us_per_heartbeat"]) > 0, rate
-        assert all(run["errors"] == {} and run["answered"] > 0 for run in rate["runs"]), rate
-        assert rate["owned_exactly_once"] is True, rate
+        _check_rate(kind, rate)
     # The servers take turns run by run: every server's k-th run starts before any (k+1)-th.
     starts = [[run["started_s"] for run in rate["runs"]] for rate in rates.values()]
     assert all(len(s) == len(starts[0]) for s in starts), starts
@@ -136,8 +145,7 @@ def test_a_second_join_an_interval_after_a_first_is_measured(tmp_path: Path) -> 
     output = tmp_path / "second.json"
     done = run_bench(
         "bench_incremental.py",
-        *("--members", "4", "--repeats", "1", "--heartbeat-interval-ms", "300"),
-        *("--session-timeout-ms", "3000", "--rebalance-timeout-ms", "10000", "--trial-timeout", "60"),
+        *("--members", "4", "--repeats", "1", *SHORT),
         *("--heartbeat-members", "0", "--real-clients", "0", "--variants", "ours,classic-held"),
         *("--changes", "scale-out-2", "--output", str(output)),
         timeout_s=110,
@@ -165,8 +173,7 @@ def test_full_heartbeats_are_measured_on_the_embedded_coordinator_and_the_mock(t
     output = tmp_path / "full.json"
     done = run_bench(
         "bench_incremental.py",
-        *("--members", "4", "--variants", "ours", "--repeats", "0", "--heartbeat-interval-ms", "300"),
-        *("--session-timeout-ms", "3000", "--rebalance-timeout-ms", "10000", "--trial-timeout", "60"),
+        *("--members", "4", "--variants", "ours", "--repeats", "0", *SHORT),
         *("--heartbeat-members", "4", "--heartbeat-seconds", "1", "--heartbeat-repeats", "1"),
         *("--heartbeat-servers", "embedded,mock", "--real-clients", "0", "--heartbeat-shape", "full"),
         *("--output", str(output)),
@@ -177,7 +184,5 @@ def test_full_heartbeats_are_measured_on_the_embedded_coordinator_and_the_mock(t
     rates = {r["server"]: r for r in report["heartbeat_rates"]}
     assert set(rates) == {"embedded", "mock"}
     for kind, rate in rates.items():
-        assert "failure" not in rate, (kind, rate)
-        assert all(run["errors"] == {} and run["answered"] > 0 for run in rate["runs"]), rate
-        assert rate["owned_exactly_once"] is True, rate
+        _check_rate(kind, rate)
     assert "| full ConsumerGroupHeartbeats answered per second" in done.stdout, done.stdout
