@@ -146,6 +146,7 @@ VARIANTS = {
     )
 }
 OURS = "ours"
+INCREMENTAL_ON = {EMBEDDED: OURS, KAFKA: "kafka", MOCK: "mock"}  # the incremental variant of each server
 PEERS = ("kafka", "mock", "classic-held", "classic")
 SCENARIOS = ("scale-out", "scale-in", "scale-out-2")
 DEFAULT_SCENARIOS = SCENARIOS[:2]
@@ -1539,15 +1540,19 @@ def heartbeat_worker() -> int:
 
 
 class RealConsumers:
-    """librdkafka consumers (confluent-kafka, ``group.protocol=consumer``), one thread each.
+    """librdkafka consumers (confluent-kafka), one thread each: ``group.protocol=consumer``, or
+    with ``protocol`` the classic protocol's settings (cooperative-sticky).
 
     Each reports, from inside its rebalance callbacks, what it is given and what it gives up,
     stamped with this process's monotonic clock; the figures are computed from that log the way
     the simulated members' are computed live.
     """
 
-    def __init__(self, address: str, group_id: str, topic: str, partitions: int) -> None:
+    def __init__(
+        self, address: str, group_id: str, topic: str, partitions: int, protocol: dict[str, Any] | None = None
+    ) -> None:
         self.address, self.group_id, self.topic, self.partitions = address, group_id, topic, partitions
+        self.protocol = protocol or {"group.protocol": "consumer"}
         self.lock = threading.Lock()
         self.events: list[tuple[float, int, str, frozenset[int]]] = []
         self.owned: dict[int, set[int]] = {}
@@ -1572,9 +1577,9 @@ class RealConsumers:
                     "bootstrap.servers": self.address,
                     "group.id": self.group_id,
                     "client.id": f"bench-real-{member}",
-                    "group.protocol": "consumer",
                     "enable.auto.commit": False,
                     "log_level": 0,
+                    **self.protocol,
                 }
             )
 
@@ -1657,13 +1662,31 @@ class RealConsumers:
 
 
 async def real_client_check(
-    server: Server, label: str, topic: str, partitions: int, args: argparse.Namespace
+    server: Server, variant: str, topic: str, partitions: int, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """``--real-clients`` librdkafka consumers: formed, then one joins, then one leaves."""
-    real = RealConsumers(server.address, f"inc-real-{label}-{uuid.uuid4().hex[:8]}", topic, partitions)
+    """``--real-clients`` librdkafka consumers: formed, then one joins, then one leaves. The
+    ``variant`` says the protocol and the server: an incremental one, or ``classic-held``
+    (classic cooperative-sticky consumers, on the embedded coordinator with held heartbeats)."""
+    protocol = None
+    if VARIANTS[variant].protocol == CLASSIC:
+        protocol = {
+            "group.protocol": "classic",
+            "partition.assignment.strategy": COOPERATIVE,
+            "session.timeout.ms": args.session_timeout_ms,
+            "heartbeat.interval.ms": args.heartbeat_interval_ms,
+        }
+    label = VARIANTS[variant].server
+    group_id = f"inc-real-{variant}-{uuid.uuid4().hex[:8]}"
+    real = RealConsumers(server.address, group_id, topic, partitions, protocol)
     quiet = QUIET_INTERVALS * args.heartbeat_interval_ms / 1000
     size = args.real_clients
-    out: dict[str, Any] = {"server": label, "members": size, "partitions": partitions, "trials": []}
+    out: dict[str, Any] = {
+        "server": label,
+        "variant": variant,
+        "members": size,
+        "partitions": partitions,
+        "trials": [],
+    }
 
     async def settled(timeout: float) -> float:
         deadline = now() + timeout
@@ -1693,7 +1716,7 @@ async def real_client_check(
             trial["stable_ms"] = trial["all_owned_ms"]
             out["trials"].append(trial)
             print(
-                f"  real librdkafka consumers on {label:<8} {scenario:<9}: "
+                f"  real librdkafka consumers, {variant:<12} {scenario:<9}: "
                 f"unowned {trial['unowned_partition_seconds']:.3f} partition-s, all owned "
                 f"{trial['all_owned_ms']:.0f} ms, max owners {trial['max_owners']}",
                 flush=True,
@@ -1701,7 +1724,7 @@ async def real_client_check(
         out["final_owned_exactly_once"] = all(c == 1 for c in real.counts())
     except BenchError as exc:
         out["failure"] = str(exc)
-        print(f"  real librdkafka consumers on {label}: FAILED: {exc}", flush=True)
+        print(f"  real librdkafka consumers, {variant}: FAILED: {exc}", flush=True)
     finally:
         await asyncio.gather(*(asyncio.to_thread(real.stop, m) for m in list(real.threads)))
     return out
@@ -1799,13 +1822,16 @@ async def run(args: argparse.Namespace, results: Path) -> dict[str, Any]:
         real: list[dict[str, Any]] = []
         report["real_clients"] = real
         if args.real_clients > 0:
-            print(f"\nreal librdkafka consumers (group.protocol=consumer), {args.real_clients}", flush=True)
-            for kind in args.heartbeat_servers:
+            print(f"\nreal librdkafka consumers, {args.real_clients}", flush=True)
+            checks = [(kind, INCREMENTAL_ON[kind]) for kind in args.heartbeat_servers]
+            if EMBEDDED in args.heartbeat_servers:
+                checks.append((EMBEDDED, "classic-held"))  # the same clients, classic, same server
+            for kind, variant in checks:
                 server = servers[kind]
-                if not server.incremental:
-                    real.append({"server": kind, "not_supported": True})
+                if VARIANTS[variant].protocol == INCREMENTAL and not server.incremental:
+                    real.append({"server": kind, "variant": variant, "not_supported": True})
                     continue
-                real.append(await real_client_check(server, kind, REAL_TOPIC, topics[REAL_TOPIC], args))
+                real.append(await real_client_check(server, variant, REAL_TOPIC, topics[REAL_TOPIC], args))
     finally:
         if kafka_thread is not None and KAFKA not in servers:  # another server failed to start
             with contextlib.suppress(Exception):
@@ -1979,9 +2005,13 @@ def real_client_table(report: dict[str, Any]) -> str:
     real = [r for r in report.get("real_clients", []) if r.get("trials") or r.get("failure")]
     if not real:
         return ""
-    labels = {EMBEDDED: "embedded coordinator", MOCK: "librdkafka mock", KAFKA: "Apache Kafka broker"}
+    labels = {
+        OURS: "embedded coordinator",
+        "mock": "librdkafka mock",
+        "kafka": "Apache Kafka broker",
+        "classic-held": "embedded coordinator, classic cooperative (held heartbeats)",
+    }
     simulated = summarize(report)
-    variant_of = {EMBEDDED: OURS, KAFKA: "kafka", MOCK: "mock"}
     rows = [
         [
             "server",
@@ -1994,15 +2024,16 @@ def real_client_table(report: dict[str, Any]) -> str:
         ]
     ]
     for r in real:
+        variant = r.get("variant") or INCREMENTAL_ON[r["server"]]  # a report from before "variant"
         if r.get("failure"):
             failed = f"failed: {r['failure'][:60]}"
-            rows.append([labels[r["server"]], str(r["members"]), "forming", failed, "", "", ""])
+            rows.append([labels[variant], str(r["members"]), "forming", failed, "", "", ""])
         for t in r["trials"]:
-            sim = simulated.get((r["members"], t["scenario"], variant_of[r["server"]])) or {}
+            sim = simulated.get((r["members"], t["scenario"], variant)) or {}
             sim_unowned, sim_owned = sim.get("unowned_partition_seconds"), sim.get("all_owned_ms")
             rows.append(
                 [
-                    labels[r["server"]],
+                    labels[variant],
                     str(r["members"]),
                     t["scenario"],
                     f"{t['unowned_partition_seconds']:.3f}",
