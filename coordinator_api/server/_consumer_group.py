@@ -210,6 +210,12 @@ def _full(req: ConsumerGroupHeartbeat) -> bool:
     )
 
 
+def _regex(given: str) -> str | None:
+    """A member's regex subscription as a heartbeat gives it: an empty one is none (it clears
+    the member's; librdkafka sends one beside topic names)."""
+    return given or None
+
+
 def _reconciled(member: _Member) -> tuple[object, ...]:
     """What of a member a reconciliation can change that the store keeps (its assignment
     epochs change only with these)."""
@@ -732,8 +738,7 @@ class ConsumerGroups:
             and req.rebalance_timeout_ms in (-1, member.rebalance_timeout_ms)
             and req.server_assignor in (None, member.server_assignor)
             and (req.subscribed_topic_names is None or frozenset(req.subscribed_topic_names) == member.topics)
-            # An empty regex is none (as _update stores it): librdkafka sends one beside names.
-            and (req.subscribed_topic_regex is None or (req.subscribed_topic_regex or None) == member.regex)
+            and (req.subscribed_topic_regex is None or _regex(req.subscribed_topic_regex) == member.regex)
             and (req.resources is None or req.resources == member.resources)
             and (req.metadata is None or req.metadata == member.metadata)
             and (req.owned is None or self._owned(group, req.owned) == member.assigned)
@@ -843,7 +848,7 @@ class ConsumerGroups:
         if req.subscribed_topic_names is not None:
             updated.topics = frozenset(req.subscribed_topic_names)
         if req.subscribed_topic_regex is not None:
-            updated.regex = req.subscribed_topic_regex or None
+            updated.regex = _regex(req.subscribed_topic_regex)
         if req.may_describe_topic is not None:
             updated.may_describe_topic = req.may_describe_topic
         if req.resources is not None:
