@@ -183,6 +183,9 @@ class _Member:
     timer_at: int | None = None
     # The answer to its latest plain heartbeat (renew_session), given again while the same.
     renewal: ConsumerGroupHeartbeatResult | None = None
+    # Its latest heartbeat that restated it (renew_session), what of it that one restated, and
+    # the answer, given again while the same.
+    restated: tuple[ConsumerGroupHeartbeat, tuple[object, ...], ConsumerGroupHeartbeatResult] | None = None
 
 
 def _stale(member: _Member) -> ErrorCode:
@@ -710,15 +713,18 @@ class ConsumerGroups:
             or member.epoch != group.assignment_epoch
             or group.group_epoch != group.assignment_epoch
             or (group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics))
-            or not (lean or self._restates(group, member, req))
         ):
             return None
-        member.client_id, member.client_host = req.client_id, req.client_host
         session, interval = self._own_timeouts.get(group.group_id, self._timeouts)  # self.timeouts, inlined
+        if not lean:
+            answer = self._restated(group, member, req, interval)
+            if answer is None:
+                return None
+        member.client_id, member.client_host = req.client_id, req.client_host
         member.session_deadline = now_ms + session
         self._schedule(group.group_id, member)
         if not lean:
-            return self._answer(group, member, full=_full(req), changed=False, list_owners=req.list_owners)
+            return answer
         renewal = member.renewal  # all it says is the member's id, its epoch and the interval
         if (
             renewal is None
@@ -728,6 +734,38 @@ class ConsumerGroups:
         ):
             renewal = member.renewal = self._answer(group, member, full=False, changed=False)
         return renewal
+
+    def _restated(
+        self, group: _Group, member: _Member, req: ConsumerGroupHeartbeat, interval: int
+    ) -> ConsumerGroupHeartbeatResult | None:
+        """The answer to ``req`` if it restates exactly what the coordinator has of ``member``
+        (:meth:`_restates`), else None. A member's heartbeats decode to one request object while
+        their bytes stay the same (the server's heartbeat cache), so the member's latest such
+        request and answer are kept with what of the member they depend on, and given again
+        while all three are the same: a restating heartbeat then costs what a plain one costs.
+        Not kept for an answer that lists every member's resources, which other members move."""
+        state = (
+            member.epoch,
+            member.assigned,
+            member.topics,
+            member.regex,
+            member.resources,
+            member.metadata,
+            member.instance_id,
+            member.rack_id,
+            member.rebalance_timeout_ms,
+            member.server_assignor,
+            interval,
+            len(self._topics),  # the topic ids its owned partitions name
+        )
+        kept = member.restated
+        if kept is not None and kept[0] is req and kept[1] == state:
+            return kept[2]
+        if not self._restates(group, member, req):
+            return None
+        answer = self._answer(group, member, full=_full(req), changed=False, list_owners=req.list_owners)
+        member.restated = None if req.list_owners else (req, state, answer)
+        return answer
 
     def _restates(self, group: _Group, member: _Member, req: ConsumerGroupHeartbeat) -> bool:
         """Whether every field ``req`` gives is what the coordinator already has of ``member``

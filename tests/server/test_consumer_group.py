@@ -86,6 +86,9 @@ class Coordinator:
         check_stored_changes(self.state)
         self.now = 0
         self.refs = iter(range(1, 1_000_000))
+        # Heartbeats equal to an earlier one, as the server decodes the same bytes to one object
+        # (its heartbeat cache): the coordinator may keep the answer to the object it has seen.
+        self.heartbeats: dict[ConsumerGroupHeartbeat, ConsumerGroupHeartbeat] = {}
         if topics != {}:
             self.create(topics or {"t": 6})
 
@@ -131,7 +134,7 @@ class Coordinator:
             owned=None if owned is None else self.owned(owned),
             **fields,  # type: ignore[arg-type]
         )
-        result = self.request(request)
+        result = self.request(self.heartbeats.setdefault(request, request))
         assert isinstance(result, ConsumerGroupHeartbeatResult)
         return result
 
@@ -367,6 +370,15 @@ def test_only_a_steady_heartbeat_is_renewed_without_the_rest_of_its_path(c: Coor
     assert group.members["a"].session_deadline == 800 + SESSION_MS
     # An empty regex beside the names, as librdkafka sends them, is no regex: still restating.
     assert c.state.renew(dataclasses.replace(full, subscribed_topic_regex=""), 800) == answer
+    # The same request again (the server decodes a member's unchanged bytes to one object) gets
+    # the same answer, kept; once the member has changed, that request no longer restates it.
+    assert c.state.renew(full, 800) is c.state.renew(full, 800) == answer
+    longer = dataclasses.replace(full, rebalance_timeout_ms=REBALANCE_MS + 1)
+    assert c.state.renew(longer, 800) is None
+    for given, other in ((longer, full), (full, longer)):  # the whole path changes it; then back
+        changed = c.request(given)
+        assert isinstance(changed, ConsumerGroupHeartbeatResult) and changed.error is ErrorCode.NONE
+        assert c.state.renew(other, 800) is None and c.state.renew(given, 800) == answer
     for other in (
         dataclasses.replace(full, owned=c.owned(t(0, 1, 2))),
         dataclasses.replace(full, subscribed_topic_names=("t", "u")),
