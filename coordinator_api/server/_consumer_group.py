@@ -741,8 +741,9 @@ class ConsumerGroups:
         """The answer to ``req`` if it restates exactly what the coordinator has of ``member``
         (:meth:`_restates`), else None. A member's heartbeats decode to one request object while
         their bytes stay the same (the server's heartbeat cache), so the member's latest such
-        request and answer are kept with what of the member they depend on, and given again
-        while all three are the same: a restating heartbeat then costs what a plain one costs.
+        request and answer are kept with what of the member they depend on, and the answer is
+        given again while the request and that are the same: a restating heartbeat then costs
+        about what a plain one costs.
         Not kept for an answer that lists every member's resources, which other members move."""
         state = (
             member.epoch,
