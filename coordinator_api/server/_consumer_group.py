@@ -741,10 +741,10 @@ class ConsumerGroups:
         """The answer to ``req`` if it restates exactly what the coordinator has of ``member``
         (:meth:`_restates`), else None. A member's heartbeats decode to one request object while
         their bytes stay the same (the server's heartbeat cache), so the member's latest such
-        request and answer are kept with what of the member they depend on, and the answer is
-        given again while the request and that are the same: a restating heartbeat then costs
-        about what a plain one costs.
-        Not kept for an answer that lists every member's resources, which other members move."""
+        request and its answer are kept with what of the member they depend on, and the answer
+        is given again while the request and that state are the same: a restating heartbeat then
+        costs about what a plain one costs. Not kept for an answer that lists every member's
+        resources, which other members move."""
         state = (
             member.epoch,
             member.assigned,
