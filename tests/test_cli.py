@@ -86,6 +86,22 @@ def test_serve_with_the_network_thread_serves_clients_and_stops_on_sigterm() -> 
         assert consumer.partitions_for_topic("events") == {0, 1, 2}
 
 
+def test_serve_freezes_what_it_loaded_and_collects_young_objects_less_often() -> None:
+    # The serve process's own collector settings, as it logs them (docs/coordinator.md).
+    process = subprocess.Popen(
+        [*CLI, "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("coordinator listening on 127.0.0.1:")
+    process.send_signal(signal.SIGTERM)
+    _, log = process.communicate(timeout=10)
+    assert process.returncode == 0
+    said = r"garbage collector: (\d+) objects .* young-generation threshold 10000 \(was 700\)"
+    found = re.search(said, log)
+    assert found is not None, log
+    assert int(found.group(1)) > 10_000  # the modules and plugins, at least
+
+
 def test_serve_rejects_unknown_config_settings(tmp_path: Path) -> None:
     config = tmp_path / "bad.toml"
     config.write_text("[coordinator]\nsession_timeout = 5\n")
