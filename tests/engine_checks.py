@@ -50,8 +50,8 @@ def check_quick_looks(state: GroupCoordinator) -> None:
         no_news(req, "the quick look")
         return True
 
-    def checked_group(group_id: str) -> list[str]:
-        chosen = to_look_at(group_id)
+    def checked_group(group_id: str, now_ms: int) -> list[str]:
+        chosen = to_look_at(group_id, now_ms)
         for member_id, heartbeat in state._held_group_heartbeats.get(group_id, {}).items():
             if member_id not in chosen:
                 no_news(heartbeat.request, "the news serials")

@@ -411,10 +411,16 @@ class ConsumerGroups:
     def group_epoch(self, group_id: str) -> int:
         return self._groups[group_id].group_epoch
 
-    def news_serials(self, group_id: str) -> NewsSerials | None:
-        """Where ``group_id`` stands for its held heartbeats (``None``: no such group)."""
+    def news_serials(self, group_id: str, now_ms: int) -> NewsSerials | None:
+        """Where ``group_id`` stands for its held heartbeats (``None``: no such group), with
+        the new target it is due (:meth:`news_for` would compute it at the first look): a
+        look taken at these serials sees that target, so the target does not bring on a
+        second look at every held heartbeat."""
         group = self._groups.get(group_id)
-        return group.news if group is not None else None
+        if group is None:
+            return None
+        self._maybe_compute_target(group, now_ms)
+        return group.news
 
     def waits_for_owners(self, req: ConsumerGroupHeartbeat) -> bool:
         """Whether the held heartbeat ``req`` may have news when partitions change owners and

@@ -721,7 +721,7 @@ class GroupCoordinator:
                 if group_id in self._consumer_groups:
                     self._downgrade(group_id, now_ms, fx, rebalance=rebalance_on_downgrade)
                 held = self._held_group_heartbeats.get(group_id, {})
-                for member_id in self._held_to_look_at(group_id):
+                for member_id in self._held_to_look_at(group_id, now_ms):
                     heartbeat = held[member_id]
                     if self._consumer_groups.still_nothing_new(heartbeat.request):
                         continue
@@ -735,7 +735,7 @@ class GroupCoordinator:
         if self._stores_state:
             fx.writes.extend(self._consumer_groups.changes())
 
-    def _held_to_look_at(self, group_id: str) -> list[str]:
+    def _held_to_look_at(self, group_id: str, now_ms: int) -> list[str]:
         """The members whose held heartbeats may have news after a change of ``group_id``
         (see :class:`NewsSerials`): all of them if the target changed or a member left since
         the last look; those waiting for partitions to change owners if only that changed;
@@ -745,7 +745,7 @@ class GroupCoordinator:
         held = self._held_group_heartbeats.get(group_id)
         if not held:
             return []
-        now = self._consumer_groups.news_serials(group_id)
+        now = self._consumer_groups.news_serials(group_id, now_ms)
         last = self._held_looked_at.get(group_id)
         if now is None:
             self._held_looked_at.pop(group_id, None)

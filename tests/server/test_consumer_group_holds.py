@@ -362,8 +362,8 @@ def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heart
     looks: list[str] = []
     to_look_at = c.state._held_to_look_at
 
-    def looked_at(group_id: str) -> list[str]:
-        chosen = to_look_at(group_id)
+    def looked_at(group_id: str, now_ms: int) -> list[str]:
+        chosen = to_look_at(group_id, now_ms)
         looks.extend(chosen)
         return chosen
 
@@ -379,6 +379,27 @@ def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heart
     moved, answered = c.send("a", epoch - 1, owned["a"])  # its held one is answered first
     assert answered[-1] == moved and c.answered[moved].member_epoch == epoch  # a moves to it
     assert looks == []  # and nobody else's held heartbeat is looked at again
+
+
+def test_a_leave_looks_at_each_held_heartbeat_once(c: Coordinator) -> None:
+    # A leave moves the target, which the coordinator computes before it looks at the held
+    # heartbeats: the look sees the new target, and the target does not bring on a second look
+    # at every held heartbeat (at 1,000 members, a thousand more looks a change).
+    looks: list[str] = []
+    to_look_at = c.state._held_to_look_at
+
+    def looked_at(group_id: str, now_ms: int) -> list[str]:
+        chosen = to_look_at(group_id, now_ms)
+        looks.extend(chosen)
+        return chosen
+
+    setattr(c.state, "_held_to_look_at", looked_at)  # noqa: B010 (a method of this one object)
+    settle(c, "abcd")
+    looks.clear()
+    c.advance(100)
+    leave, answered = c.send("d", -1)
+    assert leave in answered and len(answered) > 2  # the members that get d's partitions, at once
+    assert sorted(looks) == ["a", "b", "c"]
 
 
 def test_a_member_that_asks_who_owns_what_hears_of_a_new_owner_at_once(c: Coordinator) -> None:
