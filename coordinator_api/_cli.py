@@ -220,20 +220,17 @@ _SETTING_FLAGS = {
 SERVE_GC_YOUNG_THRESHOLD = 10_000
 
 
-def _collect_for_serving() -> None:
+def _collect_for_serving() -> str:
     """The ``serve`` process's collector: what was loaded before serving (modules, plugins,
     settings) is kept out of every future pass (``gc.freeze``), and young passes come less
-    often (:data:`SERVE_GC_YOUNG_THRESHOLD`)."""
+    often (:data:`SERVE_GC_YOUNG_THRESHOLD`). Returns what it did, for the log once serving."""
     gc.collect()
     gc.freeze()
     young, middle, old = gc.get_threshold()
     gc.set_threshold(SERVE_GC_YOUNG_THRESHOLD, middle, old)
-    log.info(
-        "garbage collector: %d objects loaded before serving kept out of its passes, young-generation "
-        "threshold %d (was %d)",
-        gc.get_freeze_count(),
-        SERVE_GC_YOUNG_THRESHOLD,
-        young,
+    return (
+        f"garbage collector: {gc.get_freeze_count()} objects loaded before serving kept out of its "
+        f"passes, young-generation threshold {SERVE_GC_YOUNG_THRESHOLD} (was {young})"
     )
 
 
@@ -313,8 +310,9 @@ def _serve(args: argparse.Namespace) -> int:
     )
 
     async def run() -> None:
-        _collect_for_serving()
+        collector = _collect_for_serving()
         await server.start()
+        log.info("%s", collector)  # once started: a server that cannot start says one line
         # Stopped cleanly from the moment it says it listens.
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
