@@ -186,6 +186,8 @@ class _Member:
     # Its latest heartbeat that restated it (renew_session), what of it that one restated, and
     # the answer, given again while the same.
     restated: tuple[ConsumerGroupHeartbeat, tuple[object, ...], ConsumerGroupHeartbeatResult] | None = None
+    # How the latest target's assignor saw it, shown again while the same (_assignment_spec).
+    spec: AssignmentSpec | None = None
 
 
 def _stale(member: _Member) -> ErrorCode:
@@ -1656,18 +1658,14 @@ class ConsumerGroups:
     def _compute_target(self, group: _Group) -> None:
         name = self._preferred_assignor(group)
         specs = [
-            AssignmentSpec(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack=m.rack_id,
-                topics=self._subscribed_topics(group, m),
-                current=group.target.get(m.member_id, frozenset()),
-                metadata=m.metadata,
-            )
-            for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            self._assignment_spec(group, m) for m in sorted(group.members.values(), key=lambda m: m.member_id)
         ]
         result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
-        target = {m.member_id: frozenset(result.get(m.member_id, ())) for m in specs}
+        target: dict[str, frozenset[TopicPartition]] = {}
+        for spec in specs:
+            parts = frozenset(result.get(spec.member_id, ()))
+            kept = spec.current
+            target[spec.member_id] = kept if kept == parts else parts  # the same object while the same
         if group.unwritten is not None:
             for member_id, parts in target.items():
                 if group.target.get(member_id) != parts:
@@ -1676,6 +1674,33 @@ class ConsumerGroups:
         group.assignment_epoch = group.group_epoch
         group.epochs_changed()
         group.changed_for_all()
+
+    def _assignment_spec(self, group: _Group, member: _Member) -> AssignmentSpec:
+        """``member`` as the assignor sees it: the same object as for the previous target while
+        nothing of it changed (its current target is kept as the same object while the same),
+        so that what the assignor built from it may be kept too (a group of 1,000 members
+        where one leaves changes five of them)."""
+        topics = self._subscribed_topics(group, member)
+        current = group.target.get(member.member_id, frozenset())
+        kept = member.spec
+        if (
+            kept is not None
+            and kept.current is current
+            and kept.topics == topics
+            and kept.instance_id == member.instance_id
+            and kept.rack == member.rack_id
+            and kept.metadata == member.metadata
+        ):
+            return kept
+        member.spec = AssignmentSpec(
+            member_id=member.member_id,
+            instance_id=member.instance_id,
+            rack=member.rack_id,
+            topics=topics,
+            current=current,
+            metadata=member.metadata,
+        )
+        return member.spec
 
     def _reconcile(
         self,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 
@@ -44,6 +45,13 @@ class Subscription:
     rack: str | None = None
     group_instance_id: str | None = None
     user_data: bytes = b""
+
+    @cached_property
+    def owned_set(self) -> frozenset[TopicPartition]:
+        """:attr:`owned` as a set, made once per subscription (a server-side assignor shows
+        the coordinator's members to the assignors as the same subscriptions while they stay
+        the same)."""
+        return frozenset(self.owned)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -126,7 +126,7 @@ def owned_partitions(subscriptions: Sequence[Subscription]) -> dict[str, frozens
     {'a': frozenset()}
     """
     subscriptions_by_member(subscriptions)  # rejects duplicate member ids
-    claims = trusted_claims([(s.generation, s.owned) for s in subscriptions])
+    claims = trusted_claims([(s.generation, s.owned_set) for s in subscriptions])
     trusted: dict[str, frozenset[TopicPartition]] = {}
     for subscription, claim in zip(subscriptions, claims, strict=True):
         topics = subscription.topics

@@ -52,7 +52,7 @@ class ServerSideAssignor:
 
     def _subscription(self, m: AssignmentSpec) -> Subscription:
         last = self._kept.get(m.member_id)
-        if last is not None and last[0] == m:
+        if last is not None and (last[0] is m or last[0] == m):
             return last[1]
         made = Subscription(
             member_id=m.member_id,
