@@ -13,8 +13,9 @@ import dataclasses
 import itertools
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
@@ -23,7 +24,7 @@ from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from coordinator_api import ClassicPayloads
+from coordinator_api import AssignmentSpec, ClassicPayloads
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._messages import (
@@ -197,6 +198,29 @@ def test_a_first_member_gets_every_partition_at_epoch_two(c: Coordinator) -> Non
     )
     assert c.names(a) == t(0, 1, 2, 3, 4, 5)
     assert c.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
+
+
+def test_a_new_target_shows_each_member_that_did_not_change_as_the_same_spec() -> None:
+    # docs/plugins.md: a server-side assignor may keep what it built from a member, by identity.
+    c = Coordinator({"t": 6, "u": 4})
+    shown: list[dict[str, AssignmentSpec]] = []
+    uniform = SERVER_ASSIGNORS["uniform"]
+
+    def recording(members: Sequence[AssignmentSpec], counts: Mapping[str, int]) -> Mapping[str, Any]:
+        shown.append({m.member_id: m for m in members})
+        return uniform(members, counts)
+
+    c.state._consumer_groups._assignors["consumer"]["uniform"] = recording
+    for member in "abc":
+        c.heartbeat(member, 0)
+    for member in "def":  # members of u: t's members keep their targets
+        c.heartbeat(member, 0, subscribed_topic_names=("u",))
+    after_c, after_d, after_e, after_f = shown[-4:]
+    assert after_d["a"] is not after_c["a"]  # its target moved when c joined
+    assert after_f["a"] is after_e["a"] is after_d["a"]  # and has not since
+    assert after_f["b"] is after_e["b"] and after_f["c"] is after_e["c"]
+    assert after_f["d"] is not after_e["d"]  # e took half of u from it
+    assert after_f["d"] == dataclasses.replace(after_e["d"], current=after_f["d"].current)
 
 
 def test_a_groups_assignment_interval_defers_its_next_target(c: Coordinator) -> None:
