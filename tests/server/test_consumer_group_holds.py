@@ -354,11 +354,9 @@ def settle(c: Coordinator, members: Sequence[str]) -> dict[str, set[int]]:
     raise AssertionError("the group did not settle")
 
 
-def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heartbeats(c: Coordinator) -> None:
-    # After each change every member moves to the new epoch at its next heartbeat; in a group of
-    # 1,000, a look at every held heartbeat each time cost a million looks per change. Only what
-    # others may have to hear of (the target, the members, who owns what) makes the coordinator
-    # look again, and a change of owners only at the members waiting for partitions.
+def record_looks(c: Coordinator) -> list[str]:
+    """The members whose held heartbeats the coordinator looks at after each change, in order,
+    from now on."""
     looks: list[str] = []
     to_look_at = c.state._held_to_look_at
 
@@ -368,6 +366,15 @@ def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heart
         return chosen
 
     setattr(c.state, "_held_to_look_at", looked_at)  # noqa: B010 (a method of this one object)
+    return looks
+
+
+def test_a_member_moving_to_the_new_epoch_costs_no_look_at_the_others_held_heartbeats(c: Coordinator) -> None:
+    # After each change every member moves to the new epoch at its next heartbeat; in a group of
+    # 1,000, a look at every held heartbeat each time cost a million looks per change. Only what
+    # others may have to hear of (the target, the members, who owns what) makes the coordinator
+    # look again, and a change of owners only at the members waiting for partitions.
+    looks = record_looks(c)
     owned = settle(c, "abc")
     looks.clear()
     c.advance(100)
@@ -385,15 +392,7 @@ def test_a_leave_looks_at_each_held_heartbeat_once(c: Coordinator) -> None:
     # A leave moves the target, which the coordinator computes before it looks at the held
     # heartbeats: the look sees the new target, and the target does not bring on a second look
     # at every held heartbeat (at 1,000 members, a thousand more looks a change).
-    looks: list[str] = []
-    to_look_at = c.state._held_to_look_at
-
-    def looked_at(group_id: str, now_ms: int) -> list[str]:
-        chosen = to_look_at(group_id, now_ms)
-        looks.extend(chosen)
-        return chosen
-
-    setattr(c.state, "_held_to_look_at", looked_at)  # noqa: B010 (a method of this one object)
+    looks = record_looks(c)
     settle(c, "abcd")
     looks.clear()
     c.advance(100)
