@@ -212,7 +212,7 @@ _SETTING_FLAGS = {
 
 #: The young-generation threshold of CPython's cyclic garbage collector in the ``serve``
 #: process (CPython's default: 700). A membership change in a large group allocates many
-#: short-lived objects (a new target at 1,000 members: about 18 young passes at the default),
+#: short-lived objects (a leave at 1,000 members: about 18 young passes at the default),
 #: and each young pass that moves objects on brings the next full pass over the whole heap
 #: nearer (about 70 ms at 1,000 members, every request waiting). As Kafka's start scripts choose
 #: the JVM's collector for a broker, the standalone server chooses CPython's; an application
