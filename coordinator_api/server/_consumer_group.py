@@ -1664,12 +1664,11 @@ class ConsumerGroups:
         target: dict[str, frozenset[TopicPartition]] = {}
         for spec in specs:
             parts = frozenset(result.get(spec.member_id, ()))
-            kept = spec.current
-            target[spec.member_id] = kept if kept == parts else parts  # the same object while the same
-        if group.unwritten is not None:
-            for member_id, parts in target.items():
-                if group.target.get(member_id) != parts:
-                    group.member_changed(member_id)
+            if parts == spec.current and spec.member_id in group.target:
+                parts = spec.current  # the same object while the same (_assignment_spec)
+            elif group.unwritten is not None:
+                group.member_changed(spec.member_id)
+            target[spec.member_id] = parts
         group.target = target
         group.assignment_epoch = group.group_epoch
         group.epochs_changed()
@@ -1685,6 +1684,7 @@ class ConsumerGroups:
         kept = member.spec
         if (
             kept is not None
+            and kept.member_id == member.member_id  # a static member's new incarnation copies it
             and kept.current is current
             and kept.topics == topics
             and kept.instance_id == member.instance_id

@@ -543,6 +543,7 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
     c.heartbeat("a1", 2, t(0, 1, 2, 3, 4, 5), instance_id="node-a")
     c.heartbeat("a1", 2, t(0, 1, 2), instance_id="node-a")
     assert c.heartbeat("a1", 3).member_id == "a1"  # a plain heartbeat, only renewing its session
+    c.heartbeat("d", 0, subscribed_topic_names=("u",))  # a new target; a1's stays what it was
     epoch_before = c.state._consumer_groups.describe("g").group_epoch
     left = c.heartbeat("a1", -2, instance_id="node-a")
     assert (left.error, left.member_epoch) == (ErrorCode.NONE, -2)
@@ -556,6 +557,11 @@ def test_a_static_member_restarts_without_a_new_group_epoch(c: Coordinator) -> N
     # The old incarnation is fenced; another one while this one lives is refused.
     assert c.heartbeat("a1", 3, t(0, 1, 2), instance_id="node-a").error is ErrorCode.FENCED_INSTANCE_ID
     assert c.heartbeat("a3", 0, instance_id="node-a").error is ErrorCode.UNRELEASED_INSTANCE_ID
+    # The next targets are the new incarnation's, under its own id, though nothing else of the
+    # member changed since the assignor was last shown it (as a1, when d joined).
+    c.heartbeat("c", 0)
+    described = {m.member_id: m.target_assignment for m in c.state._consumer_groups.describe("g").members}
+    assert sorted(described) == ["a2", "b", "c", "d"] and described["a2"]
     del a
 
 
