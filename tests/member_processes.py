@@ -110,8 +110,10 @@ class MemberProcess:
             return f.read()
 
     def last_output(self, lines: int = 30) -> str:
-        """What the process said last: its last reports and the tail of its stderr."""
-        stderr = self.stderr_text().splitlines()[-lines:]
+        """What the process said last: its last reports and the tail of its stderr, a line
+        repeated back to back (kafka-python's metadata updates, ten a second while fetches fail)
+        shown once with its count."""
+        stderr = without_repeats(self.stderr_text().splitlines())[-lines:]
         return "\n".join(
             [
                 f"--- {self.name}: last reports",
@@ -182,6 +184,18 @@ class MemberProcess:
     @property
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def summary(self) -> str:
+        """One line: whether it runs, what it owns, and its last report."""
+        code = self.process.poll()
+        state = "paused" if self.paused else "running" if code is None else f"exited with {code}"
+        last = dict(self.reports[-1]) if self.reports else {}
+        at = last.pop("t", None)
+        last.pop("name", None)
+        last.pop("owned", None)
+        ago = f" {time.time() - at:.1f} s ago" if isinstance(at, (int, float)) else ""
+        owns = sorted(self.owned)
+        return f"{self.name} ({self.client}): {state}, owns {owns}; last report{ago}: {json.dumps(last)}"
 
 
 def check_no_crash(members: Iterable[MemberProcess] | None = None) -> None:
@@ -259,16 +273,55 @@ def _raise_if_join_stall(message: str) -> None:
 
 
 def members_now(log_lines: int = 25, stack_lines: int = 80) -> str:
-    """What every member process of the running test said last, then its threads' stacks if it
-    can dump them: why a wait timed out, in the failure's own message."""
-    parts = []
-    for member in list(_started):
+    """Why a wait timed out, in the failure's own message: a line for each member process of the
+    running test, the coordinator's view of their groups (:func:`groups_now`), then what each
+    process said last and its threads' stacks if it can dump them."""
+    members = list(_started)
+    parts = ["--- every member, in a line", *(member.summary() for member in members), *groups_now(members)]
+    for member in members:
         parts.append(member.last_output(log_lines))
         stacks = member.stacks()
         if stacks:
             parts.append(f"--- {member.name}: its threads now ({len(stacks)} lines, the first {stack_lines})")
             parts.extend(stacks[:stack_lines])
     return "\n".join(parts)
+
+
+def groups_now(members: Iterable[MemberProcess]) -> list[str]:
+    """Each group the ``members`` named in their "started" reports, as its coordinator describes
+    it (``coordinator-api groups describe``): its state and each member's assignment."""
+    from coordinator_api._inspect import describe_group, render_group
+    from coordinator_api._plugins import PluginRegistry
+
+    starts = [report for member in members for report in member.events("started")]
+    named = sorted({(r["bootstrap"], r["group"]) for r in starts if "group" in r})
+    lines = []
+    for bootstrap, group in named:
+        lines.append(f"--- group {group!r} as its coordinator at {bootstrap} describes it")
+        try:
+            described = describe_group(bootstrap, group, timeout_ms=5000)
+            lines.append(render_group(described, PluginRegistry.load().payload_decoders))
+        except Exception as exc:  # the failure being explained matters more than this view of it
+            lines.append(f"(not described: {exc!r})")
+    return lines
+
+
+def without_repeats(lines: list[str]) -> list[str]:
+    """``lines`` with each run of lines that differ only in their first two fields (a log's time
+    and thread) kept as its first line and a count of the others."""
+    kept: list[str] = []
+    run_key, repeats = None, 0
+    for line in [*lines, None]:
+        key = line.split(" ", 2)[2:] if line is not None else None
+        if line is not None and key and key == run_key:
+            repeats += 1
+            continue
+        if repeats:
+            kept.append(f"(the line above {repeats} more times)")
+        if line is not None:
+            kept.append(line)
+        run_key, repeats = key, 0
+    return kept
 
 
 # kafka-python 3.0.12's own log messages (kafka/coordinator/base.py and consumer.py), which

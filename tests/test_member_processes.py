@@ -28,6 +28,7 @@ from member_processes import (
     owned_exactly_once,
     running_members,
     wait_for,
+    without_repeats,
 )
 
 from coordinator_api import EmbeddedCoordinator
@@ -230,8 +231,9 @@ def test_a_healthy_kafka_python_member_is_never_taken_for_a_stalled_one(
 def test_a_wait_that_times_out_shows_what_each_member_said_last_and_its_threads(
     coordinator: EmbeddedCoordinator,
 ) -> None:
-    """A wait for what never comes fails with the members' last reports, the tail of their logs
-    (for this project's member, its machine's events and actions) and every thread's stack."""
+    """A wait for what never comes fails with a line for each member, the coordinator's view of
+    their group, the members' last reports, the tail of their logs (for this project's member,
+    its machine's events and actions) and every thread's stack."""
     member = MemberProcess(
         "ours", coordinator.bootstrap_servers, "o0", group="g", group_protocol="consumer", session_ms=3000
     )
@@ -241,8 +243,28 @@ def test_a_wait_that_times_out_shows_what_each_member_said_last_and_its_threads(
             wait_for(lambda: False, 0.5, "what never comes")
     message = str(timed_out.value)
     assert message.startswith("timed out after 0.5 s waiting for what never comes\n")
+    assert "\no0 (ours): running, owns [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]; last report " in message
+    view = "\ngroup g: Stable, protocol type consumer, incremental protocol"
+    assert view in message  # the coordinator's view of the group
     assert '"event": "assigned"' in message  # its last reports
     assert "SendGroupHeartbeat(" in message and "owned=frozenset({" in message  # its machine's log
     assert "(b'" not in message  # partitions by number
     assert "o0: its threads now" in message and "_driver.py" in message  # its stacks
     assert "in run_ours" in message  # the application's thread, where it is
+
+
+def test_a_log_line_repeated_back_to_back_is_shown_once_with_its_count() -> None:
+    metadata = "kafka.cluster INFO Updated metadata: ClusterMetadata(brokers: 1)"
+    log = [
+        f"1.0 io {metadata}",
+        f"1.1 io {metadata}",
+        f"1.2 main {metadata}",
+        "1.3 io kafka.coordinator INFO (Re-)joining group g",
+        f"1.4 io {metadata}",
+    ]
+    assert without_repeats(log) == [
+        f"1.0 io {metadata}",
+        "(the line above 2 more times)",
+        "1.3 io kafka.coordinator INFO (Re-)joining group g",
+        f"1.4 io {metadata}",
+    ]

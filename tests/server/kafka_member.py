@@ -323,7 +323,14 @@ def main() -> None:
         log_kafka_python_joins(debug=bool(os.environ.get("KAFKA_MEMBER_DEBUG")))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` dumps every thread's stack to stderr
     stop = stop_event(signal.SIGTERM)
-    report(args.name, event="started", stack_dump_signal=int(signal.SIGUSR1))
+    # The group and its bootstrap: a test that times out shows the coordinator's view of it.
+    report(
+        args.name,
+        event="started",
+        stack_dump_signal=int(signal.SIGUSR1),
+        bootstrap=args.bootstrap,
+        group=args.group,
+    )
     runners = {"kafka-python": run_kafka_python, "confluent": run_confluent, "ours": run_ours}
     runners[args.client](args, stop)
     report(args.name, event="closed")
