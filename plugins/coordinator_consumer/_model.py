@@ -53,6 +53,11 @@ class Subscription:
         the same)."""
         return frozenset(self.owned)
 
+    @cached_property
+    def owned_topics(self) -> frozenset[str]:
+        """The topics of :attr:`owned`, made once per subscription."""
+        return frozenset(tp.topic for tp in self.owned)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Cluster:

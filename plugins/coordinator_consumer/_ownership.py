@@ -28,6 +28,7 @@ __all__ = [
     "AssignmentError",
     "owned_partitions",
     "subscriptions_by_member",
+    "trusted_owned",
     "validate_assignment",
 ]
 
@@ -126,15 +127,22 @@ def owned_partitions(subscriptions: Sequence[Subscription]) -> dict[str, frozens
     {'a': frozenset()}
     """
     subscriptions_by_member(subscriptions)  # rejects duplicate member ids
+    return dict(zip((s.member_id for s in subscriptions), trusted_owned(subscriptions), strict=True))
+
+
+def trusted_owned(subscriptions: Sequence[Subscription]) -> list[frozenset[TopicPartition]]:
+    """:func:`owned_partitions` for subscriptions already known to carry distinct member ids:
+    each one's trusted partitions, in their order. When no partition is claimed twice, a
+    subscription trusted with all it owns is given its own :attr:`~Subscription.owned_set`."""
     claims = trusted_claims([(s.generation, s.owned_set) for s in subscriptions])
-    trusted: dict[str, frozenset[TopicPartition]] = {}
-    for subscription, claim in zip(subscriptions, claims, strict=True):
+    for k, (subscription, claim) in enumerate(zip(subscriptions, claims, strict=True)):
+        if not claim:
+            continue
+        claimed = subscription.owned_topics if claim is subscription.owned_set else {tp.topic for tp in claim}
         topics = subscription.topics
-        if claim and not {tp.topic for tp in claim} <= topics:
-            trusted[subscription.member_id] = frozenset(tp for tp in claim if tp.topic in topics)
-        else:
-            trusted[subscription.member_id] = claim
-    return trusted
+        if not claimed <= topics:
+            claims[k] = frozenset(tp for tp in claim if tp.topic in topics)
+    return claims
 
 
 def validate_assignment(

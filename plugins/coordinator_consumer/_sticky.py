@@ -37,13 +37,13 @@ Rack-aware mode is described in :func:`assign_sticky`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import accumulate, chain, compress, pairwise, repeat
 from operator import attrgetter
 from typing import cast
 
 from coordinator_consumer._model import Assignment, Cluster, Subscription, TopicPartition
-from coordinator_consumer._ownership import owned_partitions
+from coordinator_consumer._ownership import trusted_owned
 from coordinator_consumer._racks import use_rack_aware_assignment
 
 __all__ = ["assign_cooperative_sticky", "assign_sticky"]
@@ -217,24 +217,21 @@ def _balanced_sticky(
             topic_classes[t].append(c)
 
     # Trusted ownership as partition numbers; tp_at keeps the caller's objects for the output.
-    trusted = owned_partitions(members)
+    trusted = trusted_owned(members)  # only of subscribed topics; member ids checked above
     tp_at: list[TopicPartition | None] = [None] * total
     owner = [-1] * total
     owned: list[list[int]] = []
-    for i, s in enumerate(members):
-        claim = trusted.get(s.member_id)
+    for i, claim in enumerate(trusted):
         numbers: list[int] = []
-        if claim:
-            subscribed = s.topics
-            for tp in claim:
-                topic = tp.topic
-                b = base_of.get(topic)
-                if b is not None and topic in subscribed and 0 <= tp.partition < size_of[topic]:
-                    g = b + tp.partition
-                    numbers.append(g)
-                    tp_at[g] = tp
-                    owner[g] = i
-            numbers.sort()
+        for tp in claim:
+            topic = tp.topic
+            b = base_of.get(topic)
+            if b is not None and 0 <= tp.partition < size_of[topic]:
+                g = b + tp.partition
+                numbers.append(g)
+                tp_at[g] = tp
+                owner[g] = i
+        numbers.sort()
         owned.append(numbers)
 
     topic_of: list[int] = []
@@ -256,8 +253,9 @@ def _balanced_sticky(
         q, r = divmod(class_total[c], len(group))
         for i in group:
             quota[i] = q
-        if r:
-            for i in sorted(group, key=lambda i: (-len(owned[i]), i))[:r]:
+        if r:  # to the r members that own the most, ties to the lower member id
+            most_first = sorted(zip([-len(owned[i]) for i in group], group, strict=True))
+            for _, i in most_first[:r]:
                 quota[i] = q + 1
 
     # Racks, when known on both sides and Kafka's rule (or ``rack_aware=True``) says they help.
@@ -355,10 +353,11 @@ def _balanced_sticky(
         missing = owner[b : b + n].count(-1)
         if missing == n:
             tp_at[b : b + n] = map(TopicPartition, repeat(topic, n), range(n))
-        elif missing:
-            for p in range(n):
-                if owner[b + p] < 0:
-                    tp_at[b + p] = TopicPartition(topic, p)
+        elif missing:  # found by index, not by a look at every partition: few are new
+            g = b - 1
+            for _ in range(missing):
+                g = owner.index(-1, g + 1, b + n)
+                tp_at[g] = TopicPartition(topic, g - b)
     objects = cast("list[TopicPartition]", tp_at).__getitem__
     assignment: Assignment = {}
     for i, s in enumerate(members):
@@ -678,7 +677,7 @@ def _fill(group: list[int], room: list[int], pool: list[int], added: list[list[i
 
 def _hold_back_moving(
     members: list[Subscription],
-    trusted: Mapping[str, frozenset[TopicPartition]],
+    trusted: Sequence[frozenset[TopicPartition]],
     owner: list[int],
     base_of: dict[str, int],
     size_of: dict[str, int],
@@ -691,7 +690,7 @@ def _hold_back_moving(
     other's trust but either claimant may still consume the partition).
     """
     claimants: dict[int, set[int]] = {}
-    if sum(len(s.owned) for s in members) != sum(map(len, trusted.values())):
+    if sum(len(s.owned) for s in members) != sum(map(len, trusted)):
         top: dict[int, int] = {}
         for i, s in enumerate(members):
             generation = s.generation

@@ -13,6 +13,7 @@ from coordinator_consumer._ownership import (
     DEFAULT_GENERATION,
     AssignmentError,
     owned_partitions,
+    trusted_owned,
     validate_assignment,
 )
 from coordinator_consumer._protocol import decode_subscription, encode_subscription
@@ -59,6 +60,18 @@ def test_a_stale_claim_from_an_older_generation_loses() -> None:
 def test_two_claims_in_the_same_generation_are_both_dropped() -> None:
     members = [member("a", {"t0"}, (T0P0, T0P1), generation=4), member("b", {"t0"}, (T0P0,), generation=4)]
     assert owned_partitions(members) == {"a": frozenset({T0P1}), "b": frozenset()}
+
+
+def test_without_a_partition_claimed_twice_each_claim_is_the_members_own_set() -> None:
+    """The engine's shortcut: then a member's claim is its ``owned_set`` itself, whose topics
+    (``owned_topics``) are made once; a claim on a topic no longer subscribed is cut down."""
+    T1P0 = TopicPartition("t1", 0)
+    both = member("a", {"t0", "t1"}, (T0P0, T1P0), generation=5)
+    unsubscribed = member("b", {"t0"}, (T0P1, TopicPartition("t2", 0)), generation=5)
+    claims = trusted_owned([both, unsubscribed])
+    assert claims[0] is both.owned_set and both.owned_topics == {"t0", "t1"}
+    assert claims[1] == {T0P1}
+    assert owned_partitions([both, unsubscribed]) == {"a": both.owned_set, "b": frozenset({T0P1})}
 
 
 def test_a_tie_below_the_highest_generation_does_not_matter() -> None:
