@@ -188,6 +188,9 @@ class _Member:
     restated: tuple[ConsumerGroupHeartbeat, tuple[object, ...], ConsumerGroupHeartbeatResult] | None = None
     # How the latest target's assignor saw it, shown again while the same (_assignment_spec).
     spec: AssignmentSpec | None = None
+    # Its latest plain heartbeat held, what it owned then, and the form it was held in (its
+    # owned partitions filled in), held in that form again while the same (nothing_new).
+    held_plain: tuple[ConsumerGroupHeartbeat, frozenset[TopicPartition], ConsumerGroupHeartbeat] | None = None
 
 
 def _stale(member: _Member) -> ErrorCode:
@@ -1468,11 +1471,22 @@ class ConsumerGroups:
                 owned=(),
                 owners_known=result.owners,
             )
+        if result.member_epoch != req.member_epoch:
+            return None
         if req.owned is None:  # "unchanged": then an answer with an assignment is news
             if result.assignment is not None:
                 return None
-            req = replace(req, owned=self._by_topic_id(group, member.assigned))
-        if result.member_epoch != req.member_epoch or member.assigned != self._owned(group, req.owned):
+            held = member.held_plain
+            if held is None or held[0] is not req or held[1] is not member.assigned:
+                # Held with its owned partitions filled in; a plain heartbeat repeats, request
+                # after request the same object (the server's heartbeat cache), so the filled-in
+                # form is made once per epoch and assignment.
+                filled = replace(req, owned=self._by_topic_id(group, member.assigned))
+                if member.assigned != self._owned(group, filled.owned):
+                    return None
+                held = member.held_plain = (req, member.assigned, filled)
+            req = held[2]
+        elif member.assigned != self._owned(group, req.owned):
             return None
         return replace(req, owners_known=result.owners) if req.list_owners else req
 

@@ -283,6 +283,37 @@ def test_a_heartbeat_that_says_its_partitions_are_unchanged_gets_released_ones_a
     assert c.partitions(ref) == {3, 4, 5}
 
 
+def held_form(c: Coordinator, member_id: str) -> ConsumerGroupHeartbeat:
+    """The request ``member_id``'s held heartbeat is held as (news is looked for with it)."""
+    return c.state._held_group_heartbeats["g"][member_id].request
+
+
+def test_a_plain_heartbeat_is_held_in_one_form_while_its_member_owns_the_same(c: Coordinator) -> None:
+    # A plain heartbeat (owned null: unchanged, as Kafka's clients send it) is held with the
+    # member's partitions filled in. The server's heartbeat cache hands the same request object
+    # in again and again: its held form is made once while the member's partitions stay the
+    # same, and anew once they change.
+    join_alone(c)
+    full, _ = c.send("a", 2, range(6))
+    plain = ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=2, owned=None)
+    first, answered = c.deliver(plain)
+    assert answered == [full]  # held in turn
+    form = held_form(c, "a")
+    assert form.owned == ((c.topic_id, tuple(range(6))),) and form.member_epoch == 2
+    again, answered = c.deliver(plain)
+    assert answered == [first] and held_form(c, "a") is form
+    join, answered = c.send("b", 0)  # a must give 3, 4 and 5 up: news for its held heartbeat
+    assert answered == [again] and c.partitions(again) == {0, 1, 2}  # b waits for them, held
+    ack, answered = c.send("a", c.answered[again].member_epoch, {0, 1, 2})  # revoked: b gets them
+    assert sorted(answered) == sorted([ack, join]) and c.partitions(join) == {3, 4, 5}
+    epoch = c.answered[ack].member_epoch
+    plain = ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=epoch, owned=None)
+    held, answered = c.deliver(plain)
+    assert held not in answered and held_form(c, "a").owned == ((c.topic_id, (0, 1, 2)),)
+    leave, answered = c.send("b", -1)
+    assert sorted(answered) == sorted([leave, held]) and c.partitions(held) == set(range(6))
+
+
 def test_a_held_member_gets_the_partitions_of_a_member_that_leaves_at_once(c: Coordinator) -> None:
     join_alone(c)
     c.send("b", 0)
