@@ -69,7 +69,9 @@ ServerAssignor: TypeAlias = Callable[
 Pure (ARCHITECTURE rule 1): the coordinator of the incremental protocol (KIP-848) calls it with
 the members sorted by id and the partition count of every subscribed topic, and reconciles each
 member towards its result on its own. It must give each resource to at most one member, and
-only to members subscribed to its topic."""
+only to members subscribed to its topic. To a member it gives exactly its current target it may
+give that ``current`` object itself: the coordinator then knows without a comparison that the
+member's target stayed the same."""
 
 
 @final

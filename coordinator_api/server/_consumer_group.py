@@ -69,6 +69,7 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
+import operator
 import re
 import uuid
 from collections import Counter
@@ -188,9 +189,15 @@ class _Member:
     restated: tuple[ConsumerGroupHeartbeat, tuple[object, ...], ConsumerGroupHeartbeatResult] | None = None
     # How the latest target's assignor saw it, shown again while the same (_assignment_spec).
     spec: AssignmentSpec | None = None
+    # The topics it subscribes to that exist, and what they were found from, kept while that
+    # stays the same (_subscribed_topics).
+    subscribed: tuple[tuple[object, ...], frozenset[str]] | None = None
     # Its latest plain heartbeat held, what it owned then, and the form it was held in (its
     # owned partitions filled in), held in that form again while the same (nothing_new).
     held_plain: tuple[ConsumerGroupHeartbeat, frozenset[TopicPartition], ConsumerGroupHeartbeat] | None = None
+
+
+_MEMBER_ID = operator.attrgetter("member_id")
 
 
 def _stale(member: _Member) -> ErrorCode:
@@ -1618,14 +1625,23 @@ class ConsumerGroups:
     # --- assignment -------------------------------------------------------------------------
 
     def _subscribed_topics(self, group: _Group, member: _Member) -> frozenset[str]:
+        """The topics ``member`` subscribes to that exist (by name or by its regex). Asked for
+        each member at each target and reconciliation, so kept on the member while what it is
+        found from stays the same: topics are only ever created, so the number of topics tells
+        whether they changed."""
         if group.protocol_type != PROTOCOL_TYPE:
             return member.topics  # the resource groups it declared
+        source = (len(self._topics), member.topics, member.regex, member.may_describe_topic)
+        kept = member.subscribed
+        if kept is not None and kept[0] == source:
+            return kept[1]
         topics = {t for t in member.topics if t in self._topics}
         if member.regex:
             pattern = re.compile(member.regex)
             visible = member.may_describe_topic or _every_topic
             topics.update(t for t in self._topics if pattern.fullmatch(t) and visible(t))
-        return frozenset(topics)
+        member.subscribed = (source, frozenset(topics))
+        return member.subscribed[1]
 
     def _subscribed_partition_counts(self, group: _Group) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -1671,14 +1687,13 @@ class ConsumerGroups:
 
     def _compute_target(self, group: _Group) -> None:
         name = self._preferred_assignor(group)
-        specs = [
-            self._assignment_spec(group, m) for m in sorted(group.members.values(), key=lambda m: m.member_id)
-        ]
+        specs = [self._assignment_spec(group, m) for m in sorted(group.members.values(), key=_MEMBER_ID)]
         result = self._assignors[group.protocol_type][name](specs, dict(group.partition_counts))
         target: dict[str, frozenset[TopicPartition]] = {}
         for spec in specs:
-            parts = frozenset(result.get(spec.member_id, ()))
-            if parts == spec.current and spec.member_id in group.target:
+            given = result.get(spec.member_id, ())
+            parts = spec.current if given is spec.current else frozenset(given)  # (ServerAssignor)
+            if (parts is spec.current or parts == spec.current) and spec.member_id in group.target:
                 parts = spec.current  # the same object while the same (_assignment_spec)
             elif group.unwritten is not None:
                 group.member_changed(spec.member_id)

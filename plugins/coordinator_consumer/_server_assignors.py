@@ -48,7 +48,15 @@ class ServerSideAssignor:
         with self._lock:
             subscriptions = [self._subscription(m) for m in members]
         assignment = self._assign(subscriptions, Cluster(partitions=dict(partition_counts)))
-        return {member: [(tp.topic, tp.partition) for tp in parts] for member, parts in assignment.items()}
+        # A member given exactly what it has (most members, at a change in a large group) gets
+        # its current target back, the same object: nothing to convert or compare. Its
+        # Subscription lists its partitions in the order the assignors give them, and they
+        # give it back the same objects, so that is a comparison of pointers.
+        return {
+            m.member_id: m.current if parts == s.owned else [(tp.topic, tp.partition) for tp in parts]
+            for m, s in zip(members, subscriptions, strict=True)
+            if (parts := assignment.get(m.member_id)) is not None
+        }
 
     def _subscription(self, m: AssignmentSpec) -> Subscription:
         last = self._kept.get(m.member_id)
@@ -57,7 +65,7 @@ class ServerSideAssignor:
         made = Subscription(
             member_id=m.member_id,
             topics=m.topics,
-            owned=tuple(starmap(TopicPartition, m.current)),  # in any order: assignors are pure
+            owned=tuple(starmap(TopicPartition, sorted(m.current))),  # as assignors give them out
             generation=_SAME_EPOCH,
             rack=m.rack,
             group_instance_id=m.instance_id,
