@@ -283,6 +283,9 @@ class _Group:
     topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
     assigned_at_ms: int | None = None  # when its target was last computed (None: not by this process)
     news: NewsSerials = field(default_factory=lambda: NewsSerials(next(_SERIALS), next(_SERIALS)))
+    # The members whose target changed, and those that left, since the held heartbeats were
+    # last looked at (ConsumerGroups.take_retargeted); None: too many to list, look at all.
+    retargeted: set[str] | None = field(default_factory=set)
     # What the store has yet to hear of (see ConsumerGroups.changes): members changed, and
     # members that left; and the ids of every group with some, shared (None: no store).
     changed_members: set[str] = field(default_factory=set)
@@ -291,6 +294,12 @@ class _Group:
 
     def changed_for_all(self) -> None:
         self.news = NewsSerials(next(_SERIALS), self.news.owners)
+
+    def retarget(self, member_id: str) -> None:
+        if self.retargeted is not None:
+            self.retargeted.add(member_id)
+            if len(self.retargeted) > len(self.members):  # members that keep leaving and joining
+                self.retargeted = None
 
     def owners_changed(self) -> None:
         self.news = NewsSerials(self.news.group, next(_SERIALS))
@@ -433,6 +442,18 @@ class ConsumerGroups:
             return None
         self._maybe_compute_target(group, now_ms)
         return group.news
+
+    def take_retargeted(self, group_id: str) -> set[str] | None:
+        """The members of ``group_id`` whose target changed, and those that left, since the
+        last call (None: every member may have, or the group is gone). After a change of the
+        ``group`` serial (:class:`NewsSerials`) only their held heartbeats, and those
+        :meth:`waits_for_owners` names, can have news: a member that owns its whole target,
+        which did not change, moves only to the new epoch, and that waits for its hold's end."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        taken, group.retargeted = group.retargeted, set()
+        return taken
 
     def waits_for_owners(self, req: ConsumerGroupHeartbeat) -> bool:
         """Whether the held heartbeat ``req`` may have news when partitions change owners and
@@ -1695,7 +1716,8 @@ class ConsumerGroups:
             parts = spec.current if given is spec.current else frozenset(given)  # (ServerAssignor)
             if (parts is spec.current or parts == spec.current) and spec.member_id in group.target:
                 parts = spec.current  # the same object while the same (_assignment_spec)
-            elif group.unwritten is not None:
+            else:
+                group.retarget(spec.member_id)
                 group.member_changed(spec.member_id)
             target[spec.member_id] = parts
         group.target = target
@@ -1811,6 +1833,7 @@ class ConsumerGroups:
     ) -> None:
         del group.members[member.member_id]
         group.member_left(member.member_id)
+        group.retarget(member.member_id)
         if member.instance_id is not None and group.static.get(member.instance_id) == member.member_id:
             del group.static[member.instance_id]
         group.target.pop(member.member_id, None)

@@ -737,11 +737,12 @@ class GroupCoordinator:
 
     def _held_to_look_at(self, group_id: str, now_ms: int) -> list[str]:
         """The members whose held heartbeats may have news after a change of ``group_id``
-        (see :class:`NewsSerials`): all of them if the target changed or a member left since
-        the last look; those waiting for partitions to change owners if only that changed;
-        else none. Every member moves to the group's epoch once after each change, and in a
-        group of 1,000 a look at every held heartbeat each time would cost a million looks a
-        change."""
+        (see :class:`NewsSerials`): if the target changed or a member left since the last
+        look, those whose target changed or who left (``take_retargeted``) and those waiting
+        for partitions to change owners; those waiting alone if only owners changed; else
+        none. Every member moves to the group's epoch once after each change, and in a group
+        of 1,000 a look at every held heartbeat each time would cost a million looks a change
+        (and a look at each after each change, a thousand)."""
         held = self._held_group_heartbeats.get(group_id)
         if not held:
             return []
@@ -752,7 +753,13 @@ class GroupCoordinator:
             return list(held)
         self._held_looked_at[group_id] = now
         if last is None or now.group != last.group:
-            return list(held)
+            # Every heartbeat held now was held after the last look, or looked at in it: what
+            # changed since the last look is all that can have news for them.
+            retargeted = self._consumer_groups.take_retargeted(group_id)
+            if retargeted is None:
+                return list(held)
+            retargeted.update(self._held_waiting_for_owners.get(group_id, ()))
+            return sorted(m for m in retargeted if m in held)
         if now.owners != last.owners:
             return [m for m in self._held_waiting_for_owners.get(group_id, ()) if m in held]
         return []
