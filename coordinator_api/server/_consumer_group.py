@@ -1649,7 +1649,9 @@ class ConsumerGroups:
         """The topics ``member`` subscribes to that exist (by name or by its regex). Asked for
         each member at each target and reconciliation, so kept on the member while what it is
         found from stays the same: topics are only ever created, so the number of topics tells
-        whether they changed."""
+        whether they changed. Under the authorizer each heartbeat brings the member's view of
+        the topics anew, so a regex's topics are as the ACLs were at its latest heartbeat (Kafka's
+        coordinator resolves a regex, ACLs applied, in the background every few seconds)."""
         if group.protocol_type != PROTOCOL_TYPE:
             return member.topics  # the resource groups it declared
         source = (len(self._topics), member.topics, member.regex, member.may_describe_topic)
