@@ -436,6 +436,30 @@ def test_a_leave_looks_once_at_the_held_heartbeats_of_those_it_gives_partitions(
     assert looks == given  # looked at once, and nobody else
 
 
+def test_changes_made_while_nothing_is_held_bring_a_look_at_every_held_heartbeat_past_a_bound(
+    c: Coordinator,
+) -> None:
+    # The group notes whom its changes concern until it has looked at its held heartbeats; with
+    # none held, nobody looks, so past as many as it has members it notes "all" instead (and
+    # the next look is at every held heartbeat), then starts a new list.
+    looks = record_looks(c)
+    settle(c, "ab")
+    looks.clear()
+    c.advance(INTERVAL_MS)  # the holds end: nothing is held
+    assert not c.state._held_group_heartbeats
+    for k in range(3):
+        c.send(f"x{k}", 0, subscribed_topic_names=("u",))  # of another topic
+        c.send(f"x{k}", -1)
+    assert looks == []
+    settle(c, "ab")  # held again, nothing new for either
+    looks.clear()
+    c.send("y", 0, subscribed_topic_names=("u",))
+    assert looks == ["a", "b"]  # every held heartbeat, though neither's target moved
+    looks.clear()
+    c.send("z", 0, subscribed_topic_names=("u",))
+    assert looks == []  # and, the list started anew, only those a change concerns
+
+
 def test_a_member_that_asks_who_owns_what_hears_of_a_new_owner_at_once(c: Coordinator) -> None:
     # A change of owners alone (l gives everything up, k takes it) is news for members that ask
     # who owns every resource, as the leader plugin's followers do, though nothing of theirs moves.
