@@ -1,4 +1,5 @@
-"""Checks the engine's tests turn on: its shortcuts must agree with the long way round."""
+"""Checks the engine's tests turn on (its shortcuts must agree with the long way round), and
+requests several of them send."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from coordinator_api.server._messages import (
     ConsumerGroupSnapshot,
     ConsumerMemberSnapshot,
     GroupDeleted,
+    JoinGroup,
 )
 from coordinator_api.server._state import Effects, GroupCoordinator
 
@@ -111,3 +113,22 @@ def check_stored_changes(state: GroupCoordinator) -> None:
     restore = state.restore
     setattr(state, "restore", restored)  # noqa: B010 (a method of this one object)
     after_every_step(state, writes_add_up)
+
+
+def first_classic_join(
+    group_id: str, protocol_type: str, protocols: tuple[tuple[str, bytes], ...]
+) -> JoinGroup:
+    """A classic member's first JoinGroup (no member id yet; KIP-394's round trip not asked
+    for), as a client named ``classic`` sends it."""
+    return JoinGroup(
+        group_id=group_id,
+        member_id="",
+        group_instance_id=None,
+        client_id="classic",
+        client_host="/127.0.0.1",
+        session_timeout_ms=10_000,
+        rebalance_timeout_ms=10_000,
+        protocol_type=protocol_type,
+        protocols=protocols,
+        require_known_member_id=False,
+    )

@@ -41,11 +41,15 @@ Rules:
   coordinator's setting (``group.consumer.session.timeout.ms``): ``session_timeout_ms`` here
   must not exceed it.
 * **Errors** as Kafka's consumer handles them: FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID lose
-  the assignment and rejoin with epoch 0 (same member id); NOT_COORDINATOR and
+  the assignment and rejoin with epoch 0 (same member id), and so does GROUP_ID_NOT_FOUND (a
+  coordinator that no longer knows the group), except as the answer to a join: then the group
+  id is taken by a group the coordinator will not move to this protocol (a classic group of
+  another protocol type, or one its migration policy keeps classic), which a retry cannot fix
+  (Kafka's consumer fails there too); NOT_COORDINATOR and
   COORDINATOR_NOT_AVAILABLE find the coordinator again; COORDINATOR_LOAD_IN_PROGRESS and
   UNRELEASED_INSTANCE_ID (a static member's previous process still holds its place) retry after
   a backoff; FENCED_INSTANCE_ID is final; errors a retry cannot fix (an unsupported assignor, a
-  full group, an invalid regex) become :class:`Fail`.
+  full group, an invalid regex, a group id taken) become :class:`Fail`.
 * **A static member starts over by releasing its place first.** The coordinator refuses a
   join (epoch 0) for an instance id whose member is still active, even from that same member
   (UNRELEASED_INSTANCE_ID, fatal in Kafka's Java consumer), until the session runs out. So a
@@ -400,7 +404,9 @@ class IncrementalMachine:
                 # it happens rather than an interval later; one that does not answers it at once
                 # (one heartbeat more per change), and the interval goes on from there.
                 self.next_heartbeat = now
-        elif error in _REJOIN:
+        elif error in _REJOIN and not (
+            error == ErrorCode.GROUP_ID_NOT_FOUND and self._sent_epoch == JOIN_EPOCH
+        ):
             self._lose(f"the coordinator fenced this member ({error_name(error)}: {event.message})")
             # FENCED_MEMBER_EPOCH leaves the member in the group; the others mean it is gone.
             self._rejoin_from_nothing(release=error == ErrorCode.FENCED_MEMBER_EPOCH)

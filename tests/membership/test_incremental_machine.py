@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
-from engine_checks import check_quick_looks, check_stored_changes
+from engine_checks import check_quick_looks, check_stored_changes, first_classic_join
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -52,6 +52,7 @@ from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     CreateTopics,
+    JoinGroupResult,
     NewTopic,
 )
 from coordinator_api.server._state import GroupCoordinator
@@ -614,6 +615,25 @@ def test_errors_a_retry_cannot_fix_fail_and_a_fenced_instance_is_final() -> None
     net.feed("a", Polled())
     net.run(3 * INTERVAL_MS)
     assert a.machine.state is IncrementalState.FENCED and not a.started  # final
+
+
+def test_a_join_refused_because_the_group_id_is_taken_fails_once() -> None:
+    """The group id is a classic group's the coordinator will not move to this protocol (here
+    one of another protocol type): its join is answered GROUP_ID_NOT_FOUND, which a retry
+    cannot change, so the member fails, as Kafka's consumer does, instead of joining again and
+    again. (A heartbeat past the join answered so is a coordinator that forgot the group: the
+    member rejoins, test_a_fenced_member_loses_everything_and_rejoins_with_epoch_zero_and_the_same_id.)"""
+    net = Network()
+    join = first_classic_join("g", "leader", (("leader", b""),))
+    ((_, joined),) = net.server.handle(0, join, net.now).replies
+    assert isinstance(joined, JoinGroupResult) and joined.error is ErrorCode.NONE
+    a = net.add("a")
+    net.run(3 * INTERVAL_MS)
+    assert [s.member_epoch for s in a.sent] == [0]
+    (failure,) = a.failures
+    assert (failure.kind, failure.error_name) == ("join", "GROUP_ID_NOT_FOUND")
+    assert "Group g is not a consumer group" in failure.message
+    assert a.machine.state is IncrementalState.UNJOINED
 
 
 def test_a_member_that_stops_polling_leaves_and_rejoins_when_polled_again() -> None:

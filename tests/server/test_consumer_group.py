@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from coordinator_consumer._server_assignors import SERVER_ASSIGNORS
-from engine_checks import check_stored_changes
+from engine_checks import check_stored_changes, first_classic_join
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -663,18 +663,7 @@ def test_without_classic_payloads_classic_and_consumer_groups_do_not_share_an_id
     """No online migration when no plugin says how the consumer protocol's payloads read
     (tests/server/test_online_migration.py has it)."""
     c.heartbeat("a", 0)
-    join = JoinGroup(
-        group_id="g",
-        member_id="",
-        group_instance_id=None,
-        client_id="classic",
-        client_host="/127.0.0.1",
-        session_timeout_ms=10_000,
-        rebalance_timeout_ms=10_000,
-        protocol_type="consumer",
-        protocols=(("range", b""),),
-        require_known_member_id=False,
-    )
+    join = first_classic_join("g", "consumer", (("range", b""),))
     result = c.request(join)
     assert isinstance(result, JoinGroupResult) and result.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     classic = c.request(JoinGroup(**{**join.__dict__, "group_id": "classic-group"}))
