@@ -12,6 +12,9 @@ from coordinator_api.server._acls import check_principal
 #: buffer its connections read into): how far past the request budget one read could take it.
 READ_BYTES = 256 * 1024
 
+#: ``group.consumer.migration.policy``'s values, as Kafka names them.
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
 
 @dataclass(frozen=True, kw_only=True)
 class CoordinatorConfig:
@@ -117,6 +120,14 @@ class CoordinatorConfig:
         consumer groups may ask for, found in the plugin registry (protocol type ``consumer``);
         the first is the default.
     :param consumer_group_max_size: ``group.consumer.max.size``; ``None`` means unlimited.
+    :param consumer_group_migration_policy: ``group.consumer.migration.policy``: which online
+        migrations of a group with members between the classic protocol and the incremental
+        one (docs/incremental.md) the coordinator makes: ``bidirectional`` (Kafka 4's default)
+        both; ``upgrade`` only a classic group's to the incremental protocol when a member of
+        it joins; ``downgrade`` only back to classic when the last member of the incremental
+        protocol leaves; ``disabled`` neither, and no classic member joins a consumer group
+        with members (INCONSISTENT_GROUP_PROTOCOL, as on Kafka 4.3). Named in any case. An
+        empty group moves either way whatever the policy.
     :param authorizer: ``authorizer.class.name`` set to Kafka's ``StandardAuthorizer``: every
         request is checked against the ACLs (``coordinator-api acls``, or Kafka's
         ``kafka-acls``) of the principal that sent it, as a Kafka broker checks it
@@ -160,6 +171,7 @@ class CoordinatorConfig:
     consumer_group_max_assignment_interval_ms: int = 15_000
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
     consumer_group_max_size: int | None = None
+    consumer_group_migration_policy: str = "bidirectional"
     authorizer: bool = False
     super_users: tuple[str, ...] = ()
     allow_everyone_if_no_acl_found: bool = False
@@ -219,6 +231,13 @@ class CoordinatorConfig:
             raise ConfigurationError(
                 f"consumer_group_max_size must be at least 1, got {self.consumer_group_max_size}"
             )
+        policy = self.consumer_group_migration_policy
+        if not isinstance(policy, str) or policy.lower() not in MIGRATION_POLICIES:
+            raise ConfigurationError(
+                "consumer_group_migration_policy must be one of "
+                f"{', '.join(MIGRATION_POLICIES)}, got {policy!r}"
+            )
+        object.__setattr__(self, "consumer_group_migration_policy", policy.lower())
         if self.network_thread and self.heartbeat_hold_ms:
             raise ConfigurationError(
                 "network_thread answers heartbeats only when they are answered at once: "
@@ -255,6 +274,18 @@ class CoordinatorConfig:
             raise ConfigurationError(
                 f"max_connections_per_ip must be at least 1, got {self.max_connections_per_ip}"
             )
+
+    @property
+    def upgrades_classic_groups(self) -> bool:
+        """Whether a classic consumer group with members moves to the incremental protocol when
+        a member of that protocol joins it (``consumer_group_migration_policy``)."""
+        return self.consumer_group_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrades_consumer_groups(self) -> bool:
+        """Whether a consumer group moves back to the classic protocol when the last member of
+        the incremental protocol leaves it (``consumer_group_migration_policy``)."""
+        return self.consumer_group_migration_policy in ("bidirectional", "downgrade")
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any]) -> CoordinatorConfig:

@@ -562,7 +562,8 @@ class OffsetsDeleted:
 @dataclass(frozen=True, kw_only=True)
 class ConsumerGroupDowngraded:
     """A consumer group of the incremental protocol became a classic group (its classic record
-    is written beside this); its offsets stay."""
+    is written beside this), or an Empty one gave way to a classic group's JoinGroup; its
+    offsets stay."""
 
     group_id: str
 

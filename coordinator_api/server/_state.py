@@ -598,9 +598,13 @@ class GroupCoordinator:
             upgrade = req.member_epoch == 0 and req.protocol_type == PROTOCOL_TYPE
             adopted = self._upgrade(classic, now_ms, fx) if upgrade else None
             if adopted is None:
+                why = "it has classic-protocol members"
+                if upgrade and not self._config.upgrades_classic_groups:
+                    policy = self._config.consumer_group_migration_policy
+                    why += f", and group.consumer.migration.policy={policy} keeps such a group classic"
                 refused = ConsumerGroupHeartbeatResult(
                     error=ErrorCode.GROUP_ID_NOT_FOUND,
-                    message=f"Group {req.group_id} is not a consumer group: it has classic-protocol members.",
+                    message=f"Group {req.group_id} is not a consumer group: {why}.",
                 )
                 return refused, []
             upgraded = adopted
@@ -620,8 +624,9 @@ class GroupCoordinator:
         """Make a classic consumer group a consumer group of the incremental protocol, its
         members and their assignments kept (see :meth:`ConsumerGroups.adopt`): the requests
         they have waiting are answered REBALANCE_IN_PROGRESS, so they rejoin, into the consumer
-        group. The classic record stays, Empty, with the offsets. None if it cannot move."""
-        if classic.protocol_type != PROTOCOL_TYPE:
+        group. The classic record stays, Empty, with the offsets. None if it cannot move (or
+        ``consumer_group_migration_policy`` does not move it)."""
+        if classic.protocol_type != PROTOCOL_TYPE or not self._config.upgrades_classic_groups:
             return None
         members = [m.snapshot() for m in classic.members.values()]
         events = self._consumer_groups.adopt(
@@ -659,6 +664,8 @@ class GroupCoordinator:
         static member took the last one's place with the same subscription), a group whose
         members all have their targets stays as it is, Stable, as Kafka's does; one still
         reconciling rebalances all the same."""
+        if not self._config.downgrades_consumer_groups:
+            return  # a consumer group of classic members, as Kafka keeps one under this policy
         found = self._consumer_groups.downgradable(group_id)
         limit = self._config.max_group_size
         if found is None or (limit is not None and len(found[1]) > limit):
@@ -961,6 +968,9 @@ class GroupCoordinator:
         if req.rebalance_timeout_ms < 0:  # 0 is Kafka's too: the rebalance ends on its timer at once
             return fail(ErrorCode.INVALID_REQUEST)
         if self._is_consumer_group(req.group_id):
+            if cfg.consumer_group_migration_policy == "disabled":
+                # Kafka 4.3: with migration disabled, no classic member joins or rejoins one.
+                return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             epoch = self._consumer_groups.group_epoch(req.group_id)
             result, events = self._consumer_groups.classic_join(req, now_ms)
             fx.replies.append((ref, result))
@@ -970,6 +980,11 @@ class GroupCoordinator:
             same_subscription = self._consumer_groups.group_epoch(req.group_id) == epoch
             self._consumer_groups_changed(events, fx, now_ms, rebalance_on_downgrade=not same_subscription)
             return None
+        if req.group_id in self._consumer_groups:
+            # An Empty consumer group gives way to the classic group, whatever the migration
+            # policy, as Kafka deletes it for a JoinGroup; its offsets stay (the classic record).
+            self._consumer_groups.forget(req.group_id)
+            fx.writes.append(ConsumerGroupDowngraded(group_id=req.group_id))
         group = self._groups.get(req.group_id)
         if group is None:
             if req.member_id:

@@ -27,6 +27,7 @@ exactly; liveness waits are generous, since the machine is small and shared.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import itertools
 import socket
@@ -37,6 +38,7 @@ from typing import Any
 
 import differential
 import pytest
+from coordinator_consumer import ConsumerGroupMember
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 from kafka.protocol.admin import (
     DescribeGroupsRequest,
@@ -52,7 +54,7 @@ from member_processes import (
     wait_for,
 )
 
-from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, GroupJoinError
 from coordinator_api._inspect import group_configs
 from coordinator_api.server import MembershipRecorder, recording_membership
 from coordinator_api.server.schemas import (
@@ -1123,3 +1125,144 @@ def test_a_static_member_restarted_as_a_classic_member_on_kafka(kafka: KafkaClus
     static_member_returns_classic(
         lambda: kafka.broker(kafka.coordinator_of(group)).address, kafka.bootstrap_servers, group, topic
     )
+
+
+def quiet(members: list[MemberProcess], seconds: float = 2.0) -> bool:
+    """Every partition owned once, and no member's partitions moved for ``seconds`` (a classic
+    group may rebalance once more after it first looks settled)."""
+    moved = [r["t"] for m in members for r in ownership_changes(m, {m.name: 0})]
+    return owned_exactly_once(members, PARTITIONS) and time.time() - max(moved, default=0) > seconds
+
+
+def refused_join(bootstrap: str, group: str, topic: str, group_protocol: str) -> GroupJoinError:
+    """What this project's member of ``group_protocol``, in this process, fails with when it
+    tries to join ``group``."""
+    member = ConsumerGroupMember(
+        group,
+        bootstrap,
+        topics=[topic],
+        group_protocol=group_protocol,
+        client_id=f"refused-{group_protocol}",
+        session_timeout_ms=SESSION_MS * 2 if group_protocol == "classic" else SESSION_MS,
+        heartbeat_interval_ms=INTERVAL_MS,
+    )
+    try:
+        with pytest.raises(GroupJoinError) as refused:
+            member.ensure_active_group(30)
+        return refused.value
+    finally:
+        member.close(timeout=5)
+
+
+def migrations_disabled(address: Callable[[str], str], bootstrap: str, topic: str) -> None:
+    """``group.consumer.migration.policy=disabled``: a classic group with members stays classic
+    when a member of the incremental protocol asks to join (GROUP_ID_NOT_FOUND: this project's
+    member fails with it at once rather than asking again and again), and a consumer group with
+    members takes no classic member (INCONSISTENT_GROUP_PROTOCOL, as on Kafka 4.3); the members
+    already there never notice."""
+    group = "classic-kept"
+    classic = [
+        MemberProcess(client, bootstrap, name, group=group, topic=topic, session_ms=SESSION_MS * 2)
+        for client, name in (("kafka-python", "kc0"), ("confluent", "rc1"))
+    ]
+    with running_members(classic):
+        wait_for(
+            lambda: quiet(classic),
+            SETTLE_S,
+            "the classic group to settle, no one's partitions moving for 2 s",
+        )
+        since = marks(classic)
+        assert refused_join(bootstrap, group, topic, "consumer").error_name == "GROUP_ID_NOT_FOUND"
+        assert described(address(group), group).error_code == 69  # still not a consumer group
+        time.sleep(2)  # several classic heartbeat intervals: a rebalance would show by then
+        for member in classic:
+            assert ownership_changes(member, since) == [], f"{member.name} rebalanced"
+    assert not overlapping_ownership(classic), overlapping_ownership(classic)
+
+    group = "incremental-kept"
+    first = start(bootstrap, group, "confluent", "ri0", topic=topic)
+    with running_members([first]):
+        wait_for(lambda: owned_exactly_once([first], PARTITIONS), SETTLE_S, "ri0 to own everything")
+        since = marks([first])
+        assert refused_join(bootstrap, group, topic, "classic").error_name == "INCONSISTENT_GROUP_PROTOCOL"
+        assert [m.client_id for m in described(address(group), group).members] == ["ri0"]
+        assert ownership_changes(first, since) == [] and len(first.owned) == PARTITIONS
+
+
+def downgrade_disabled(address: Callable[[str], str], bootstrap: str, topic: str, *, on_kafka: bool) -> None:
+    """``group.consumer.migration.policy=upgrade``: a classic group joined by a member of the
+    incremental protocol becomes a consumer group, and stays one when that member leaves.
+    Here its classic members then share everything: each is told to rejoin once the group's
+    epoch has moved, and their JoinGroups make the new target. Kafka 4.3.1's broker makes a
+    target only at a ConsumerGroupHeartbeat or a classic JoinGroup, and tells a classic member
+    to rejoin only once the target's epoch has moved, so there the group stays Assigning and
+    the leaver's partitions stay unowned: pinned below, so that a Kafka that fixes it shows."""
+    group = "upgraded-for-good"
+    with upgraded_group(lambda: address(group), bootstrap, group, topic, "confluent") as (
+        classic,
+        members,
+        _,
+    ):
+        leaver_had = members[2].owned
+        members[2].terminate()  # leaves with epoch -1: the last member of the incremental protocol
+
+        def kept() -> Any:
+            now = described(address(group), group)
+            if now.error_code != 0 or sorted(m.client_id for m in now.members) != ["kc0", "rc1"]:
+                return None
+            return now if on_kafka or owned_exactly_once(classic, PARTITIONS) else None
+
+        what = "the group to stay a consumer group" + (
+            "" if on_kafka else ", its classic members sharing everything"
+        )
+        stayed = wait_for(kept, SETTLE_S, what)
+        if on_kafka:
+            time.sleep(3)  # seven classic heartbeat intervals of the members
+            stayed = described(address(group), group)
+            assert stayed.group_state == "Assigning"
+            assert all(m.member_epoch < stayed.group_epoch for m in stayed.members)
+            assert not leaver_had & {p for m in classic for p in m.owned}
+        assert all(m.alive for m in classic)
+    assert not overlapping_ownership(members), overlapping_ownership(members)
+
+
+def keeps_groups_where_they_are(
+    policy: str, address: Callable[[str], str], bootstrap: str, topic: str, *, on_kafka: bool
+) -> None:
+    if policy == "disabled":
+        migrations_disabled(address, bootstrap, topic)
+    else:
+        downgrade_disabled(address, bootstrap, topic, on_kafka=on_kafka)
+
+
+@pytest.mark.kafka_python
+@pytest.mark.parametrize("policy", ["disabled", "upgrade"])
+def test_a_migration_policy_that_keeps_groups_with_members_where_they_are(policy: str) -> None:
+    config = dataclasses.replace(kip848_config(), consumer_group_migration_policy=policy)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        keeps_groups_where_they_are(policy, lambda _group: bootstrap, bootstrap, "events", on_kafka=False)
+
+
+@pytest.mark.kafka_python
+@pytest.mark.parametrize("policy", ["disabled", "upgrade"])
+def test_a_migration_policy_that_keeps_groups_with_members_where_they_are_on_kafka(policy: str) -> None:
+    """The same on a one-broker Apache Kafka 4 cluster started with the policy, the reference
+    (each group computing its targets at once, as the embedded coordinator does by default)."""
+    topic = "events"
+    settings = {
+        "consumer.session.timeout.ms": SESSION_MS,
+        "consumer.heartbeat.interval.ms": INTERVAL_MS,
+        "consumer.assignment.interval.ms": 0,
+    }
+    with KafkaCluster(brokers=1, broker_config={"group.consumer.migration.policy": policy}) as kafka:
+        kafka.create_topic(topic, PARTITIONS)
+        for group in ("classic-kept", "incremental-kept", "upgraded-for-good"):
+            kafka.set_group_config(group, settings)
+        keeps_groups_where_they_are(
+            policy,
+            lambda group: kafka.broker(kafka.coordinator_of(group)).address,
+            kafka.bootstrap_servers,
+            topic,
+            on_kafka=True,
+        )

@@ -11,6 +11,7 @@ consumer plugin's real consumer-protocol encoding.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +31,16 @@ from coordinator_consumer._protocol import CLASSIC_PAYLOADS
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from test_consumer_group import INTERVAL_MS, Coordinator, Member, t
+from test_consumer_group import CONFIG, INTERVAL_MS, Coordinator, Member, t
 
+from coordinator_api import ConfigurationError, CoordinatorConfig
 from coordinator_api._protocol import ErrorCode
 from coordinator_api.server._messages import (
     CommittedOffset,
+    ConsumerGroupDowngraded,
     ConsumerGroupState,
+    DescribeGroups,
+    DescribeGroupsResult,
     GroupState,
     Heartbeat,
     HeartbeatResult,
@@ -44,6 +49,8 @@ from coordinator_api.server._messages import (
     LeaveGroup,
     LeaveGroupResult,
     LeavingMember,
+    ListGroups,
+    ListGroupsResult,
     MembershipEvent,
     OffsetCommit,
     OffsetCommitResult,
@@ -60,8 +67,8 @@ CLASSIC_REBALANCE_MS = 8_000
 class Migrating(Coordinator):
     """A coordinator with the consumer plugin's classic payloads, and classic members' requests."""
 
-    def __init__(self, topics: dict[str, int] | None = None) -> None:
-        super().__init__(topics, classic_payloads=CLASSIC_PAYLOADS)
+    def __init__(self, topics: dict[str, int] | None = None, config: CoordinatorConfig = CONFIG) -> None:
+        super().__init__(topics, classic_payloads=CLASSIC_PAYLOADS, config=config)
         self.replies: dict[int, object] = {}
         self.known: set[str] = set()  # classic members that have joined once
         self.on_writes: list[object] = []  # every write, for a store
@@ -290,6 +297,94 @@ def test_a_classic_group_of_another_protocol_type_is_never_upgraded(m: Migrating
     refused = m.heartbeat("c", 0)
     assert refused.error is ErrorCode.GROUP_ID_NOT_FOUND
     assert "g" not in m.state._consumer_groups
+
+
+def policy(name: str) -> CoordinatorConfig:
+    return dataclasses.replace(CONFIG, consumer_group_migration_policy=name)
+
+
+@pytest.mark.parametrize("name", ["bidirectional", "upgrade", "downgrade", "disabled"])
+def test_the_migration_policy_says_whether_a_classic_group_with_members_is_upgraded(name: str) -> None:
+    m = Migrating(config=policy(name))
+    m.classic_group()
+    joined = m.heartbeat("c", 0)
+    if name in ("bidirectional", "upgrade"):
+        assert joined.error is ErrorCode.NONE and "g" in m.state._consumer_groups
+        return
+    # As Kafka's coordinator refuses it (GroupIdNotFoundException): the group stays as it was.
+    assert joined.error is ErrorCode.GROUP_ID_NOT_FOUND
+    assert joined.message == (
+        f"Group g is not a consumer group: it has classic-protocol members, and "
+        f"group.consumer.migration.policy={name} keeps such a group classic."
+    )
+    assert "g" not in m.state._consumer_groups
+    assert m.state.group_state("g") is GroupState.STABLE
+    assert m.classic_heartbeat("a", 2) is m.classic_heartbeat("b", 2) is ErrorCode.NONE
+
+
+@pytest.mark.parametrize("name", ["bidirectional", "upgrade", "downgrade"])
+def test_the_migration_policy_says_whether_a_consumer_group_of_classic_members_is_downgraded(
+    name: str,
+) -> None:
+    m = Migrating(config=policy(name))
+    c = m.heartbeat("c", 0)  # an empty group becomes a consumer group whatever the policy
+    assert c.error is ErrorCode.NONE and m.names(c) == t(0, 1, 2, 3, 4, 5)
+    a = m.join("a")  # a classic member joins it
+    assert (a.error, a.leader, a.members) == (ErrorCode.NONE, "", ())
+    a_id = a.member_id  # the consumer group names its classic members itself
+    m.known.add(a_id)
+    assert m.assignment(m.sync(a_id, a.generation_id)) == set()  # c has not given anything up yet
+    assert m.heartbeat("c", -1).error is ErrorCode.NONE  # the last member of the new protocol
+    if name != "upgrade":
+        assert "g" not in m.state._consumer_groups
+        assert m.state.group_state("g") is GroupState.PREPARING_REBALANCE
+        return
+    # Kept: a consumer group whose only member speaks the classic protocol, and it goes on
+    # working: the freed partitions reach it through a rejoin, as any classic member's do.
+    assert {x.member_id for x in m.state._consumer_groups.describe("g").members} == {a_id}
+    assert m.classic_heartbeat(a_id, a.generation_id) is ErrorCode.REBALANCE_IN_PROGRESS
+    a = m.join(a_id)
+    assert m.assignment(m.sync(a_id, a.generation_id)) == t(0, 1, 2, 3, 4, 5)
+    assert m.classic_heartbeat(a_id, a.generation_id) is ErrorCode.NONE
+    assert m.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
+
+
+def test_with_migration_disabled_no_classic_member_joins_a_consumer_group_with_members() -> None:
+    """As Kafka 4.3 refuses it (INCONSISTENT_GROUP_PROTOCOL); an empty one gives way."""
+    m = Migrating(config=policy("disabled"))
+    m.heartbeat("c", 0)
+    assert m.join("a").error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert {x.member_id for x in m.state._consumer_groups.describe("g").members} == {"c"}
+    m.heartbeat("c", -1)
+    assert m.join("b").error is ErrorCode.NONE
+    assert m.state.group_state("g") is GroupState.COMPLETING_REBALANCE
+
+
+def test_an_empty_consumer_group_gives_way_to_a_classic_join(m: Migrating) -> None:
+    """As Kafka deletes an Empty consumer group for a JoinGroup: the classic group that forms
+    is the one listed and described, and the store drops the consumer group's record."""
+    m.heartbeat("c", 0)
+    m.heartbeat("c", -1)
+    assert m.state._consumer_groups.state("g") is ConsumerGroupState.EMPTY
+    m.on_writes.clear()
+    d = m.join("d")
+    assert (d.error, d.generation_id, d.leader) == (ErrorCode.NONE, 1, d.member_id)
+    assert "g" not in m.state._consumer_groups
+    assert ConsumerGroupDowngraded(group_id="g") in m.on_writes
+    listed = m.request(ListGroups())
+    assert isinstance(listed, ListGroupsResult)
+    assert [(g.group_id, g.group_type) for g in listed.groups] == [("g", "classic")]
+    described = m.request(DescribeGroups(group_ids=("g",)))
+    assert isinstance(described, DescribeGroupsResult)
+    assert described.groups[0].error is ErrorCode.NONE
+    assert described.groups[0].state is GroupState.COMPLETING_REBALANCE
+
+
+def test_the_migration_policy_is_one_of_kafkas_named_in_any_case() -> None:
+    named = CoordinatorConfig(consumer_group_migration_policy="Upgrade")
+    assert named.consumer_group_migration_policy == "upgrade" and not named.downgrades_consumer_groups
+    with pytest.raises(ConfigurationError, match="consumer_group_migration_policy must be one of"):
+        CoordinatorConfig(consumer_group_migration_policy="both")
 
 
 def test_a_migrating_group_survives_a_restart_of_the_coordinator(tmp_path: Path) -> None:
