@@ -49,7 +49,8 @@ Rules:
   COORDINATOR_NOT_AVAILABLE find the coordinator again; COORDINATOR_LOAD_IN_PROGRESS and
   UNRELEASED_INSTANCE_ID (a static member's previous process still holds its place) retry after
   a backoff; FENCED_INSTANCE_ID is final; errors a retry cannot fix (an unsupported assignor, a
-  full group, an invalid regex, a group id taken) become :class:`Fail`.
+  full group, an invalid regex, a group id taken) become :class:`Fail`; a poll after that
+  joins again, no sooner than ``retry_backoff_ms`` after the failure.
 * **A static member starts over by releasing its place first.** The coordinator refuses a
   join (epoch 0) for an instance id whose member is still active, even from that same member
   (UNRELEASED_INSTANCE_ID, fatal in Kafka's Java consumer), until the session runs out. So a
@@ -418,10 +419,12 @@ class IncrementalMachine:
         elif error in _BACK_OFF:
             self.retry_at = self.next_heartbeat = now + self.settings.retry_backoff_ms
         else:
-            # A retry cannot fix it: stop and tell the application, which may poll again.
+            # A retry cannot fix it: stop and tell the application, which may poll again (its
+            # next join waits out the retry backoff, however often it polls).
             self._lose(f"the coordinator answered {error_name(error)}")
             self._rejoin_from_nothing(release=False)
             self.state, self.want_join = IncrementalState.UNJOINED, False
+            self.retry_at = now + self.settings.retry_backoff_ms
             detail = f": {event.message}" if event.message else ""
             self._actions.append(
                 Fail(

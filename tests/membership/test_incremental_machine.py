@@ -617,23 +617,36 @@ def test_errors_a_retry_cannot_fix_fail_and_a_fenced_instance_is_final() -> None
     assert a.machine.state is IncrementalState.FENCED and not a.started  # final
 
 
-def test_a_join_refused_because_the_group_id_is_taken_fails_once() -> None:
+def test_a_join_refused_because_the_group_id_is_taken_fails_and_is_asked_again_only_after_a_backoff() -> None:
     """The group id is a classic group's the coordinator will not move to this protocol (here
     one of another protocol type): its join is answered GROUP_ID_NOT_FOUND, which a retry
     cannot change, so the member fails, as Kafka's consumer does, instead of joining again and
-    again. (A heartbeat past the join answered so is a coordinator that forgot the group: the
+    again; an application that polls again has it join again, no sooner than the retry
+    backoff. (A heartbeat past the join answered so is a coordinator that forgot the group: the
     member rejoins, test_a_fenced_member_loses_everything_and_rejoins_with_epoch_zero_and_the_same_id.)"""
     net = Network()
     join = first_classic_join("g", "leader", (("leader", b""),))
     ((_, joined),) = net.server.handle(0, join, net.now).replies
     assert isinstance(joined, JoinGroupResult) and joined.error is ErrorCode.NONE
     a = net.add("a")
-    net.run(3 * INTERVAL_MS)
-    assert [s.member_epoch for s in a.sent] == [0]
-    (failure,) = a.failures
+    net.run(20)
+    (failure,) = a.failures  # answered at once: within the first 10 ms step
     assert (failure.kind, failure.error_name) == ("join", "GROUP_ID_NOT_FOUND")
     assert "Group g is not a consumer group" in failure.message
     assert a.machine.state is IncrementalState.UNJOINED
+    net.run(3 * INTERVAL_MS)
+    assert [s.member_epoch for s in a.sent] == [0]  # nothing more until the application polls
+    # An application that polls again at once asks again, no sooner than the retry backoff
+    # (100 ms after the failure), however often it polls.
+    net = Network()
+    net.server.handle(0, join, net.now)
+    a = net.add("a")
+    while len(a.sent) < 2:
+        net.run(10)
+        net.feed("a", Polled())
+    assert 100 <= net.now <= 130 and len(a.failures) == 1
+    net.run(20)
+    assert [f.error_name for f in a.failures] == ["GROUP_ID_NOT_FOUND"] * 2
 
 
 def test_a_member_that_stops_polling_leaves_and_rejoins_when_polled_again() -> None:
