@@ -35,6 +35,7 @@ from test_consumer_group import CONFIG, INTERVAL_MS, Coordinator, Member, t
 
 from coordinator_api import ConfigurationError, CoordinatorConfig
 from coordinator_api._protocol import ErrorCode
+from coordinator_api.server._config import MIGRATION_POLICIES
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDowngraded,
@@ -488,10 +489,12 @@ class ClassicClient:
 class MigratingGroup(RuleBasedStateMachine):
     """Cooperative classic members and members of the incremental protocol join, behave, stall,
     leave and crash at random while time passes, so the group moves between the protocols
-    again and again. No partition ever has two owners by the members' own view; with everyone
-    behaving, the group settles with each partition owned once."""
+    again and again (as far as its coordinator's migration policy, one of ``POLICIES``, lets
+    it). No partition ever has two owners by the members' own view; with everyone behaving,
+    the group settles with each partition owned once."""
 
     TOPICS: ClassVar[dict[str, int]] = {"t": 6}
+    POLICIES: ClassVar[tuple[str, ...]] = ("bidirectional",)
 
     def __init__(self) -> None:
         super().__init__()
@@ -542,6 +545,10 @@ class MigratingGroup(RuleBasedStateMachine):
             c.needs_join, c.sync = True, ()
         elif isinstance(result, JoinGroupResult) and error is ErrorCode.MEMBER_ID_REQUIRED:
             c.member_id = result.member_id
+        elif isinstance(result, JoinGroupResult) and error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL:
+            # A consumer group with members takes no classic member when migration is disabled.
+            assert self.m.state._config.consumer_group_migration_policy == "disabled", result
+            c.lose(forget_id=True)
         elif isinstance(result, JoinGroupResult):
             assert error is ErrorCode.NONE, result
             c.member_id, c.generation, c.needs_join = result.member_id, result.generation_id, False
@@ -631,8 +638,13 @@ class MigratingGroup(RuleBasedStateMachine):
     @rule()
     def static_member_restarts_as_a_classic_member(self) -> None:
         """n1's process stops (without leaving: a static member's place waits for it) and its
-        instance starts again with a classic client, which takes that place over."""
-        self.incremental.pop("n1").owned = set()
+        instance starts again with a classic client, which takes that place over (with
+        migration disabled, no classic member joins the consumer group: n1's place waits out
+        its session, as a crashed member's does)."""
+        stopped = self.incremental.pop("n1")
+        stopped.owned = set()
+        if self.m.state._config.consumer_group_migration_policy == "disabled":
+            self.crashed.append(stopped)
         restarted = self.classic["k2"] = ClassicClient("k2", instance_id=STATIC_INSTANCE)
         self._behave(restarted)
 
@@ -716,9 +728,13 @@ class MigratingGroup(RuleBasedStateMachine):
         owned = sorted(p for x in [*self.classic.values(), *self.incremental.values()] for p in x.owned)
         assert owned == [("t", p) for p in range(6)], (owned, self.m.state._consumer_groups.describe("g"))
 
-    @initialize(classic=st.integers(1, 2))
-    def a_classic_group_forms(self, classic: int) -> None:
+    @initialize(classic=st.integers(1, 2), data=st.data())
+    def a_classic_group_forms(self, classic: int, data: st.DataObject) -> None:
         """Most runs start where a migration starts: a classic group at work."""
+        if len(self.POLICIES) > 1:
+            migration = data.draw(st.sampled_from(self.POLICIES))
+            self.m = Migrating(self.TOPICS, config=policy(migration))
+            event(f"policy {migration}")
         for name in ("k0", "k1")[:classic]:
             self.classic[name] = ClassicClient(name)
         self.the_classic_members_behave_a_while()
@@ -752,3 +768,17 @@ class MigratingGroup(RuleBasedStateMachine):
 
 MigratingGroup.TestCase.settings = settings(max_examples=200, stateful_step_count=50, deadline=None)
 test_migrating_groups_never_give_a_partition_to_two_members = MigratingGroup.TestCase
+
+
+class MigratingGroupUnderAnyPolicy(MigratingGroup):
+    """The same on a coordinator with any ``group.consumer.migration.policy``: a refused
+    upgrade, a classic member refused by a consumer group (``disabled``), a consumer group kept
+    with classic members alone (``upgrade``, ``disabled``)."""
+
+    POLICIES = MIGRATION_POLICIES
+
+
+MigratingGroupUnderAnyPolicy.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=50, deadline=None
+)
+test_any_migration_policy_never_gives_a_partition_to_two_members = MigratingGroupUnderAnyPolicy.TestCase
