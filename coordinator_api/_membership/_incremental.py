@@ -551,7 +551,8 @@ class IncrementalMachine:
         self._on_LeaveWanted(LeaveWanted("max poll interval exceeded"), now)
 
     def _retry_due(self) -> int | None:
-        return self.retry_at
+        # After a failure the backoff matters once the application asks to join again.
+        return None if self.state is IncrementalState.UNJOINED and not self.want_join else self.retry_at
 
     def _on_retry_expired(self, now: int) -> None:
         self.retry_at = None

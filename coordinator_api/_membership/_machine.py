@@ -38,7 +38,8 @@ Rules:
   on MEMBER_ID_REQUIRED; a fresh join on UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION or
   REBALANCE_IN_PROGRESS; finding the coordinator again on NOT_COORDINATOR and
   COORDINATOR_NOT_AVAILABLE; a backoff on COORDINATOR_LOAD_IN_PROGRESS; FENCED for
-  FENCED_INSTANCE_ID; and a :class:`Fail` for errors a retry cannot fix.
+  FENCED_INSTANCE_ID; and a :class:`Fail` for errors a retry cannot fix (the application may
+  ask again: that join waits out ``retry_backoff_ms`` from the failure).
 
 Time is ``now`` in milliseconds (any monotonic origin); nothing here reads a clock.
 """
@@ -693,10 +694,12 @@ class MemberMachine:
             self.timers.retry_at = now + self.settings.retry_backoff_ms
             self.state = MemberState.JOINING if self.protocols else MemberState.UNJOINED
         else:
-            # A retry cannot fix it: tell the application, which may call again.
+            # A retry cannot fix it: tell the application, which may call again (its next join
+            # waits out the retry backoff, however soon it calls).
             self.state = MemberState.UNJOINED
             self.want_join = False
             self.join_reason = ""
+            self.timers.retry_at = now + self.settings.retry_backoff_ms
             self._actions.append(
                 Fail("join", f"{kind}: the coordinator answered {error_name(error)}", error_name(error))
             )
@@ -727,7 +730,8 @@ class MemberMachine:
         self._rejoin("max poll interval exceeded")
 
     def _retry_due(self) -> int | None:
-        return self.timers.retry_at
+        # After a failure the backoff matters once the application asks to join again.
+        return None if self.state is MemberState.UNJOINED and not self.want_join else self.timers.retry_at
 
     def _on_retry_expired(self, now: int) -> None:
         self.timers.retry_at = None

@@ -743,6 +743,18 @@ def test_join_error_a_retry_cannot_fix_fails_the_join(error: int, name: str) -> 
     assert mb.at(100_000, JoinWanted("again")) == [PrepareJoin(-1, "", False)]
 
 
+def test_a_join_asked_for_again_at_once_after_a_failure_waits_out_the_retry_backoff() -> None:
+    mb = Member()
+    mb.at(0, JoinWanted("start"))
+    mb.at(5, CoordinatorFound())
+    mb.at(10, Prepared(PROTOCOLS))
+    (failed,) = mb.at(20, JoinAnswered(10, INCONSISTENT_GROUP_PROTOCOL))
+    assert isinstance(failed, Fail)
+    assert mb.at(21, JoinWanted("again")) == []
+    assert mb.machine.next_deadline() == 20 + BACKOFF
+    assert mb.run_until(20 + 2 * BACKOFF) == [(20 + BACKOFF, PrepareJoin(-1, "", False))]
+
+
 def test_sync_error_a_retry_cannot_fix_fails_the_join() -> None:
     mb = Member()
     to_completing(mb)
