@@ -61,6 +61,7 @@ class DescribedMember:
     member_epoch: int | None = None
     subscribed: tuple[str, ...] = ()
     assigned: tuple[tuple[str, tuple[int, ...]], ...] | None = None
+    classic: bool = False  # a member of a consumer group that speaks the classic protocol
 
 
 @dataclass(frozen=True)
@@ -211,17 +212,19 @@ def describe_group(bootstrap_servers: str, group_id: str, *, timeout_ms: int = 1
 
 def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupDescription | None:
     """The group as a group of the incremental protocol, or None if it is not one (or the
-    coordinator describes none)."""
+    coordinator describes none). A consumer group is asked for as Kafka's tools ask (which
+    says who speaks the classic protocol), a group of another protocol type with this
+    project's GroupDescribe."""
     for request in (
-        GroupDescribeRequest(group_ids=[group_id]),
         ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
+        GroupDescribeRequest(group_ids=[group_id]),
     ):
         try:
             (group,) = conn.send(request, node).groups
         except (IncompatibleBrokerVersion, UnsupportedVersionError):
             continue  # not served by this coordinator: Kafka has no GroupDescribe
         if group.error_code:
-            return None
+            continue  # not a consumer group (ConsumerGroupDescribe), or no such group
         by_name = isinstance(request, GroupDescribeRequest)
         return GroupDescription(
             group_id=group.group_id,
@@ -242,6 +245,7 @@ def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupD
                     assigned=tuple((r.name, tuple(r.indexes)) for r in m.assignment)
                     if by_name
                     else tuple((t.topic_name, tuple(t.partitions)) for t in m.assignment.topic_partitions),
+                    classic=not by_name and m.member_type == 0,
                 )
                 for m in group.members
             ),
@@ -256,7 +260,8 @@ def render_group(description: GroupDescription, decoders: PayloadDecoderRegistry
     for m in d.members:
         static = f" (instance {m.group_instance_id})" if m.group_instance_id else ""
         epoch = f", epoch {m.member_epoch}" if m.member_epoch is not None else ""
-        lines.append(f"  {m.member_id}{static} {m.client_id}@{m.client_host}{epoch}")
+        classic = ", classic protocol" if m.classic else ""
+        lines.append(f"  {m.member_id}{static} {m.client_id}@{m.client_host}{epoch}{classic}")
         if m.subscribed:
             lines.append(f"    subscribed: {', '.join(m.subscribed)}")
         if m.metadata:
@@ -351,6 +356,7 @@ def group_document(
                 "member_epoch": m.member_epoch,
                 "subscribed": list(m.subscribed),
                 "assigned": None if m.assigned is None else {name: list(ix) for name, ix in m.assigned},
+                "classic_protocol": m.classic,
             }
             for m in d.members
         ]

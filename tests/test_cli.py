@@ -302,8 +302,10 @@ def test_groups_lists_describes_and_refuses_an_unknown_group() -> None:
                 "member_epoch",
                 "subscribed",
                 "assigned",
+                "classic_protocol",
             }
             assert (document["group_epoch"], member["member_epoch"], member["assigned"]) == (None, None, None)
+            assert member["classic_protocol"] is False  # only said of a consumer group's members
             assert "t" in member["assignment"] and base64.b64decode(member["assignment_base64"])
             missing = cli("groups", "nobody", "--bootstrap-server", coordinator.bootstrap_servers)
             assert missing.returncode == 2

@@ -572,6 +572,7 @@ class ConsumerGroups:
                     assignment=self._described(group, m.assigned | m.pending_revocation),
                     target_assignment=self._described(group, group.target.get(m.member_id, frozenset())),
                     metadata=m.metadata,
+                    classic=m.classic is not None,
                 )
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ),

@@ -395,6 +395,7 @@ class DescribedConsumerMember:
     assignment: DescribedPartitions
     target_assignment: DescribedPartitions
     metadata: bytes = b""  # a group of another protocol type: the member's payload
+    classic: bool = False  # a member of a consumer group that speaks the classic protocol
 
 
 @dataclass(frozen=True, kw_only=True)

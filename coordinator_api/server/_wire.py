@@ -1640,7 +1640,7 @@ def _consumer_group_describe_response(v: int, result: ConsumerGroupDescribeResul
                         subscribed_topic_regex=m.subscribed_topic_regex,
                         assignment=assignment(m.assignment),
                         target_assignment=assignment(m.target_assignment),
-                        member_type=1,  # every member here speaks the consumer protocol
+                        member_type=0 if m.classic else 1,  # KIP-1099: classic 0, consumer 1
                     )
                     for m in g.members
                 ],

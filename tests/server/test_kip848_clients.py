@@ -55,7 +55,8 @@ from member_processes import (
 )
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator, GroupJoinError
-from coordinator_api._inspect import group_configs
+from coordinator_api._inspect import describe_group, group_configs, render_group
+from coordinator_api._plugins import PluginRegistry
 from coordinator_api.server import MembershipRecorder, recording_membership
 from coordinator_api.server.schemas import (
     ConsumerGroupDescribeRequest,
@@ -1001,6 +1002,14 @@ def upgrade_and_downgrade(
     with upgraded_group(address, bootstrap, group, topic, newcomer) as (classic, members, upgraded):
         assert sorted(m.client_id for m in upgraded.members) == ["kc0", "rc1", "ri2"]
         assert sorted(len(m.owned) for m in members) == [4, 4, 4]
+        # Which protocol each member speaks (ConsumerGroupDescribe v1's member type, KIP-1099),
+        # as Kafka's tool shows it for a group with members of both.
+        verbose = consumer_groups(bootstrap, "--describe", "--group", group, "--members", "--verbose")
+        upgraded_column = {row["CLIENT-ID"]: row["UPGRADED"] for row in table(verbose.stdout)}
+        assert upgraded_column == {"kc0": "false", "rc1": "false", "ri2": "true"}, verbose.stdout
+        ours = describe_group(bootstrap, group)  # what `coordinator-api groups` shows
+        assert {m.client_id: m.classic for m in ours.members} == {"kc0": True, "rc1": True, "ri2": False}
+        assert render_group(ours, PluginRegistry.load().payload_decoders).count(", classic protocol") == 2
         # The classic describe: Dead without an error before v6, not a classic group at v6.
         assert described_as_classic(address(), group, 5) == (0, None, "Dead", EVERY_GROUP_OPERATION)
         not_classic = (69, f"Group {group} is not a classic group.", "Dead", None)

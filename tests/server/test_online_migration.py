@@ -188,6 +188,7 @@ def test_a_classic_group_becomes_a_consumer_group_when_a_new_protocol_member_joi
     members = {x.member_id: x for x in described.members}
     assert {mid: {(name, p) for _, name, ps in members[mid].assignment for p in ps} for mid in "ab"} == owned
     assert members["a"].member_epoch == members["b"].member_epoch == 2
+    assert [(x.member_id, x.classic) for x in described.members] == [("a", True), ("b", True), ("c", False)]
     assert m.state.group_state("g") is GroupState.EMPTY  # the classic record keeps only offsets
 
 
