@@ -130,6 +130,15 @@ def _fenced_instance(member_id: str, instance_id: str, holder_id: str) -> _Refus
     )
 
 
+class UpgradeRefused(Exception):
+    """A classic group that cannot become a consumer group; ``reason`` ends Kafka's sentence
+    "Cannot upgrade classic group G to consumer group because ..."."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class _Refused(Exception):
     """A heartbeat answered with an error; the group is left as it was."""
 
@@ -1152,17 +1161,22 @@ class ConsumerGroups:
         protocol_name: str | None,
         members: Sequence[MemberSnapshot],
         now_ms: int,
-    ) -> list[MembershipEvent] | None:
+    ) -> list[MembershipEvent]:
         """Make the classic consumer group ``group_id`` a group of this protocol, as Apache
         Kafka 4 does when a member of the incremental protocol joins it: every classic member
         stays, with its assignment, and its generation as its epoch, the group epoch and the
-        assignment epoch (the target is what each member has). None, and nothing changes, when
-        that cannot be: no classic payloads, more members than the group may have, or a
-        metadata or assignment that is not the consumer protocol's."""
-        if self._payloads is None or (group_id in self._groups and self._groups[group_id].members):
-            return None
+        assignment epoch (the target is what each member has).
+
+        :raises UpgradeRefused: and nothing changes, when that cannot be: no classic payloads,
+            more members than the group may have, or a metadata or assignment that is not the
+            consumer protocol's.
+        """
+        if self._payloads is None:
+            raise UpgradeRefused("no plugin here reads the consumer protocol's payloads")
+        if group_id in self._groups and self._groups[group_id].members:
+            raise UpgradeRefused("a consumer group of that id has members")
         if self._max_group_size is not None and len(members) > self._max_group_size:
-            return None
+            raise UpgradeRefused("the group size exceeds the consumer group maximum size")
         group = _Group(
             group_id=group_id, group_epoch=generation, assignment_epoch=generation, unwritten=self._unwritten
         )
@@ -1187,8 +1201,8 @@ class ConsumerGroups:
                     ),
                 )
                 self._place(group, member, now_ms)
-        except (ValueError, IndexError):
-            return None
+        except (ValueError, IndexError) as exc:
+            raise UpgradeRefused(f"the embedded consumer protocol is malformed: {exc}") from exc
         group.partition_counts = self._subscribed_partition_counts(group)
         self._groups[group_id] = group
         return [

@@ -79,7 +79,7 @@ from coordinator_api._protocol import ErrorCode
 from coordinator_api._transitions import EventTable, on
 from coordinator_api._types import JoinedMember
 from coordinator_api.server._config import CoordinatorConfig
-from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups, NewsSerials
+from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups, NewsSerials, UpgradeRefused
 from coordinator_api.server._messages import (
     CommittedOffset,
     ConsumerGroupDescribe,
@@ -595,19 +595,21 @@ class GroupCoordinator:
         classic = self._groups.get(req.group_id)
         upgraded: list[MembershipEvent] = []
         if classic is not None and classic.state is not GroupState.EMPTY:
-            upgrade = req.member_epoch == 0 and req.protocol_type == PROTOCOL_TYPE
-            adopted = self._upgrade(classic, now_ms, fx) if upgrade else None
-            if adopted is None:
-                why = "it has classic-protocol members"
-                if upgrade and not self._config.upgrades_classic_groups:
-                    policy = self._config.consumer_group_migration_policy
-                    why += f", and group.consumer.migration.policy={policy} keeps such a group classic"
-                refused = ConsumerGroupHeartbeatResult(
-                    error=ErrorCode.GROUP_ID_NOT_FOUND,
-                    message=f"Group {req.group_id} is not a consumer group: {why}.",
-                )
-                return refused, []
-            upgraded = adopted
+            # Refused, the group left as it is; a ConsumerGroupHeartbeat's refusal in Kafka 4.3's
+            # words (its GroupIdNotFoundException).
+            refusal: str | None = f"Group {req.group_id} is not a consumer group."
+            if req.protocol_type != PROTOCOL_TYPE:
+                refusal = f"Group {req.group_id} is a classic group."
+            elif req.member_epoch == 0:
+                try:
+                    upgraded, refusal = self._upgrade(classic, now_ms, fx), None
+                except UpgradeRefused as refused:
+                    refusal = (
+                        f"Cannot upgrade classic group {req.group_id} to consumer group "
+                        f"because {refused.reason}."
+                    )
+            if refusal is not None:
+                return ConsumerGroupHeartbeatResult(error=ErrorCode.GROUP_ID_NOT_FOUND, message=refusal), []
         elif classic is not None:
             # An Empty classic group gives way to the consumer group (Kafka deletes it; here its
             # record stays for the offsets): members it asked for an id join the consumer group.
@@ -620,20 +622,23 @@ class GroupCoordinator:
     def _is_consumer_group(self, group_id: str) -> bool:
         return group_id in self._consumer_groups and self._consumer_groups.has_members(group_id)
 
-    def _upgrade(self, classic: _Group, now_ms: int, fx: Effects) -> list[MembershipEvent] | None:
+    def _upgrade(self, classic: _Group, now_ms: int, fx: Effects) -> list[MembershipEvent]:
         """Make a classic consumer group a consumer group of the incremental protocol, its
         members and their assignments kept (see :meth:`ConsumerGroups.adopt`): the requests
         they have waiting are answered REBALANCE_IN_PROGRESS, so they rejoin, into the consumer
-        group. The classic record stays, Empty, with the offsets. None if it cannot move (or
-        ``consumer_group_migration_policy`` does not move it)."""
-        if classic.protocol_type != PROTOCOL_TYPE or not self._config.upgrades_classic_groups:
-            return None
+        group. The classic record stays, Empty, with the offsets.
+
+        :raises UpgradeRefused: it cannot move, or ``consumer_group_migration_policy`` does
+            not move it; nothing changes.
+        """
+        if not self._config.upgrades_classic_groups:
+            raise UpgradeRefused("online upgrade is disabled")
+        if classic.protocol_type != PROTOCOL_TYPE:
+            raise UpgradeRefused("the group does not use the consumer embedded protocol")
         members = [m.snapshot() for m in classic.members.values()]
         events = self._consumer_groups.adopt(
             classic.group_id, classic.generation_id, classic.protocol_name, members, now_ms
         )
-        if events is None:
-            return None
         for member in classic.members.values():
             for waiting, answer in (
                 (

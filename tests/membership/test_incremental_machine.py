@@ -632,7 +632,10 @@ def test_a_join_refused_because_the_group_id_is_taken_fails_and_is_asked_again_o
     net.run(20)
     (failure,) = a.failures  # answered at once: within the first 10 ms step
     assert (failure.kind, failure.error_name) == ("join", "GROUP_ID_NOT_FOUND")
-    assert "Group g is not a consumer group" in failure.message
+    assert failure.message.endswith(
+        "Cannot upgrade classic group g to consumer group because the group does not use the consumer "
+        "embedded protocol."
+    )
     assert a.machine.state is IncrementalState.UNJOINED
     net.run(3 * INTERVAL_MS)
     assert [s.member_epoch for s in a.sent] == [0]  # nothing more until the application polls

@@ -1181,7 +1181,9 @@ def migrations_disabled(address: Callable[[str], str], bootstrap: str, topic: st
             "the classic group to settle, no one's partitions moving for 2 s",
         )
         since = marks(classic)
-        assert refused_join(bootstrap, group, topic, "consumer").error_name == "GROUP_ID_NOT_FOUND"
+        refused = refused_join(bootstrap, group, topic, "consumer")
+        assert refused.error_name == "GROUP_ID_NOT_FOUND"
+        assert str(refused).endswith("because online upgrade is disabled."), refused  # Kafka's words
         assert described(address(group), group).error_code == 69  # still not a consumer group
         time.sleep(2)  # several classic heartbeat intervals: a rebalance would show by then
         for member in classic:

@@ -315,9 +315,9 @@ def test_the_migration_policy_says_whether_a_classic_group_with_members_is_upgra
         return
     # As Kafka's coordinator refuses it (GroupIdNotFoundException): the group stays as it was.
     assert joined.error is ErrorCode.GROUP_ID_NOT_FOUND
-    assert joined.message == (
-        f"Group g is not a consumer group: it has classic-protocol members, and "
-        f"group.consumer.migration.policy={name} keeps such a group classic."
+    assert (
+        joined.message
+        == "Cannot upgrade classic group g to consumer group because online upgrade is disabled."
     )
     assert "g" not in m.state._consumer_groups
     assert m.state.group_state("g") is GroupState.STABLE
