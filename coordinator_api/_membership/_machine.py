@@ -730,8 +730,14 @@ class MemberMachine:
         self._rejoin("max poll interval exceeded")
 
     def _retry_due(self) -> int | None:
-        # After a failure the backoff matters once the application asks to join again.
-        return None if self.state is MemberState.UNJOINED and not self.want_join else self.timers.retry_at
+        # After a failure the backoff holds nothing back until there is something to do again:
+        # a join the application asks for, or a coordinator to find for a generation it holds.
+        idle = (
+            self.state is MemberState.UNJOINED
+            and not self.want_join
+            and (self.coordinator_known or self.generation_id == NO_GENERATION_ID)
+        )
+        return None if idle else self.timers.retry_at
 
     def _on_retry_expired(self, now: int) -> None:
         self.timers.retry_at = None
