@@ -135,9 +135,12 @@ def _partitions(
     )
     while life.running():
         member.poll(0.1)
+        # Stamped when the lease was checked: a pause (SIGSTOP) between the check and the report
+        # must not date the work after the lease ran out, when another member may have it.
+        checked_at = time.monotonic()
         generation = member.generation_if_stable()
         if generation is not None and member.owned:
-            report("worked", generation=generation.generation_id, partitions=list(member.owned))
+            report("worked", t=checked_at, generation=generation.generation_id, partitions=list(member.owned))
     member.close()
 
 
