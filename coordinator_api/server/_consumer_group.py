@@ -1342,8 +1342,8 @@ class ConsumerGroups:
 
     def classic_sync(self, req: SyncGroup, now_ms: int) -> tuple[SyncGroupResult, list[MembershipEvent]]:
         """A SyncGroup from a classic member of a consumer group: its assignment as it stands
-        (whatever a leader sent is ignored: the coordinator assigns), unless a new group epoch
-        means it must rejoin first."""
+        (whatever a leader sent is ignored: the coordinator assigns), unless it must rejoin
+        first to catch up (:meth:`_behind`)."""
         events: list[MembershipEvent] = []
         try:
             group, member = self._classic_member(req.group_id, req.member_id, req.group_instance_id)
@@ -1380,7 +1380,8 @@ class ConsumerGroups:
 
     def classic_heartbeat(self, req: Heartbeat, now_ms: int) -> tuple[HeartbeatResult, list[MembershipEvent]]:
         """A Heartbeat from a classic member of a consumer group: REBALANCE_IN_PROGRESS when it
-        must rejoin (a new group epoch, partitions to give up, or partitions now free for it)."""
+        must rejoin (to catch up with its group, :meth:`_behind`; partitions to give up; or
+        partitions now free for it)."""
         events: list[MembershipEvent] = []
         try:
             group, member = self._classic_member(req.group_id, req.member_id, req.group_instance_id)
@@ -1394,7 +1395,7 @@ class ConsumerGroups:
                 for p in group.target.get(member.member_id, frozenset()) - member.assigned
             )
             if (
-                member.epoch < group.group_epoch
+                self._behind(group, member, now_ms)
                 or member.state is MemberState.UNREVOKED_PARTITIONS
                 or (member.state is MemberState.UNRELEASED_PARTITIONS and not waits)
             ):
@@ -1471,9 +1472,18 @@ class ConsumerGroups:
         return group, member
 
     def _check_rejoin(self, group: _Group, member: _Member, now_ms: int) -> None:
-        if group.group_epoch > member.epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+        if self._behind(group, member, now_ms) and member.state is not MemberState.UNREVOKED_PARTITIONS:
             self._ask_to_rejoin(group, member, now_ms)
             raise _Refused(ErrorCode.REBALANCE_IN_PROGRESS, "A new rebalance: the member must rejoin.")
+
+    def _behind(self, group: _Group, member: _Member, now_ms: int) -> bool:
+        """Whether a classic member must rejoin to catch up with its group: the target moved
+        past its epoch (Kafka's rule), or the group changed since the target and a new one is
+        due, which its JoinGroup makes (Kafka 4.3 waits for a member of the incremental protocol
+        to make it, so a group left with classic members alone stays Assigning:
+        docs/coordinator.md). While the group's assignment interval defers the target, a
+        rejoin would only be refused again at its SyncGroup, so the member is left alone."""
+        return member.epoch < group.assignment_epoch or self._target_due(group, now_ms)
 
     def _ask_to_rejoin(self, group: _Group, member: _Member, now_ms: int) -> None:
         """A classic member told to rejoin has its rebalance timeout to do so."""
@@ -1706,22 +1716,26 @@ class ConsumerGroups:
         return next(iter(self._assignors.get(group.protocol_type, {})), "")
 
     def _maybe_compute_target(self, group: _Group, now_ms: int) -> None:
-        """A new target if the group changed since the last one, and if its assignment interval
-        allows (KIP-1263, consumer groups only): as Kafka's ``canComputeNextTargetAssignment``,
+        """A new target if one is due (:meth:`_target_due`). There is no timer: the first
+        heartbeat or classic JoinGroup after the interval computes it, as on Kafka."""
+        if self._target_due(group, now_ms):
+            self._compute_target(group)
+            group.assigned_at_ms = now_ms
+
+    def _target_due(self, group: _Group, now_ms: int) -> bool:
+        """Whether the group changed since its last target and its assignment interval allows
+        a new one (KIP-1263, consumer groups only): as Kafka's ``canComputeNextTargetAssignment``,
         at once if the interval is 0 or no target was computed yet, else once the interval has
-        passed since the last one. There is no timer: the first heartbeat after it computes it,
-        as on Kafka."""
+        passed since the last one."""
         if group.group_epoch <= group.assignment_epoch:
-            return
+            return False
         interval = (
             self._own_assignment_intervals.get(group.group_id, self._assignment_interval_ms)
             if group.protocol_type == PROTOCOL_TYPE
             else 0
         )
-        if interval and group.assigned_at_ms is not None and now_ms < group.assigned_at_ms + interval:
-            return
-        self._compute_target(group)
-        group.assigned_at_ms = now_ms
+        last = group.assigned_at_ms
+        return not interval or last is None or now_ms >= last + interval
 
     def _compute_target(self, group: _Group) -> None:
         name = self._preferred_assignor(group)

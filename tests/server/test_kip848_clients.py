@@ -1277,3 +1277,43 @@ def test_a_migration_policy_that_keeps_groups_with_members_where_they_are_on_kaf
             topic,
             on_kafka=True,
         )
+
+
+@pytest.mark.kafka_python
+def test_classic_members_wait_out_a_deferred_target_without_rejoining(membership: MembershipRecorder) -> None:
+    """A consumer group of classic and incremental members, its assignment interval 3 s
+    (KIP-1263): two newcomers join at once, so at least the second change waits for the next
+    target. The classic members (kafka-python, librdkafka) go on heartbeating until it is due,
+    then rejoin once and reconcile; no SyncGroup of theirs is sent back to rejoin. (They used
+    to be told to rejoin at the first heartbeat after the change, and their JoinGroups gave them
+    the old target's epoch, so every SyncGroup was refused until the interval had passed: a
+    JoinGroup and SyncGroup loop.)"""
+    group, interval_ms = "mixed-batched", 3000
+    config = dataclasses.replace(kip848_config(), consumer_group_assignment_interval_ms=interval_ms)
+    with EmbeddedCoordinator(topics={"events": PARTITIONS}, config=config) as coordinator:
+        bootstrap = coordinator.bootstrap_servers
+        with upgraded_group(lambda: bootstrap, bootstrap, group, "events", "confluent") as (
+            classic,
+            members,
+            _,
+        ):
+            since = time.monotonic()
+            members += [start(bootstrap, group, "confluent", name, topic="events") for name in ("ri3", "ri4")]
+            deferred = False
+
+            def settled_five() -> bool:
+                nonlocal deferred
+                now = described(bootstrap, group)
+                deferred |= now.group_epoch > now.assignment_epoch
+                return len(now.members) == 5 and owned_exactly_once(members, PARTITIONS)
+
+            wait_for(settled_five, SETTLE_S, "the five members to share everything", step=0.1)
+            assert deferred, "no target was deferred: the newcomers joined an interval apart"
+            assert all(m.alive for m in classic)
+    sent_back = [
+        e
+        for t, _, e in membership.logged()
+        if t > since and e.kind == "rejected" and e.group_id == group and "REBALANCE_IN_PROGRESS" in e.detail
+    ]
+    assert sent_back == [], sent_back
+    assert not overlapping_ownership(members), overlapping_ownership(members)

@@ -351,6 +351,38 @@ def test_the_migration_policy_says_whether_a_consumer_group_of_classic_members_i
     assert m.state._consumer_groups.state("g") is ConsumerGroupState.STABLE
 
 
+def test_a_classic_member_rejoins_once_a_deferred_target_is_due() -> None:
+    """With an assignment interval (KIP-1263), a change within it defers the group's next
+    target. A classic member whose epoch is the target's goes on heartbeating until the target
+    is due; its next heartbeat then tells it to rejoin, and its JoinGroup makes the target.
+    (Told to rejoin at once, it would be sent back from every SyncGroup until then, as its
+    JoinGroup gives it the old target's epoch: a JoinGroup and SyncGroup loop.)"""
+    interval = 1_000
+    m = Migrating(config=dataclasses.replace(CONFIG, consumer_group_assignment_interval_ms=interval))
+    m.classic_group()
+    m.heartbeat("c", 0)  # the upgrade's target, at once (none before it)
+    assert m.classic_heartbeat("a", 2) is ErrorCode.REBALANCE_IN_PROGRESS
+    a = m.join("a", t(0, 1, 2))
+    kept = m.assignment(m.sync("a", a.generation_id))
+    assert m.classic_heartbeat("a", 2) is ErrorCode.REBALANCE_IN_PROGRESS  # revoked: rejoin
+    assert m.join("a", kept).generation_id == 3
+    assert m.sync("a", 3).error is ErrorCode.NONE
+    m.advance(100)
+    m.heartbeat("d", 0)  # within the interval: a new group epoch, no new target
+    group = m.state._consumer_groups.describe("g")
+    assert (group.group_epoch, group.assignment_epoch) == (4, 3)
+    refused_before = sum(e.kind == "rejected" for e in m.events)
+    for _ in range(interval // 100 - 2):
+        m.advance(100)
+        assert m.classic_heartbeat("a", 3) is ErrorCode.NONE
+    m.advance(100)  # the interval has passed
+    assert m.classic_heartbeat("a", 3) is ErrorCode.REBALANCE_IN_PROGRESS
+    a = m.join("a", kept)
+    assert m.state._consumer_groups.describe("g").assignment_epoch == 4  # made by the join
+    assert m.sync("a", a.generation_id).error is ErrorCode.NONE
+    assert sum(e.kind == "rejected" for e in m.events) == refused_before
+
+
 def test_with_migration_disabled_no_classic_member_joins_a_consumer_group_with_members() -> None:
     """As Kafka 4.3 refuses it (INCONSISTENT_GROUP_PROTOCOL); an empty one gives way."""
     m = Migrating(config=policy("disabled"))
