@@ -528,6 +528,8 @@ class MigratingGroup(RuleBasedStateMachine):
 
     TOPICS: ClassVar[dict[str, int]] = {"t": 6}
     POLICIES: ClassVar[tuple[str, ...]] = ("bidirectional",)
+    ASSIGNMENT_INTERVALS_MS: ClassVar[tuple[int, ...]] = (0,)
+    SETTLE_STEP_MS: ClassVar[int] = 0  # time passing between the rounds of everyone behaving
 
     def __init__(self) -> None:
         super().__init__()
@@ -754,6 +756,7 @@ class MigratingGroup(RuleBasedStateMachine):
     @rule()
     def everyone_behaves_until_settled(self) -> None:
         for _ in range(4 * (len(self.classic) + len(self.incremental)) + 12):
+            self.m.advance(self.SETTLE_STEP_MS)
             for c in list(self.classic.values()):
                 self._behave(c)
             for member in list(self.incremental.values()):
@@ -768,6 +771,11 @@ class MigratingGroup(RuleBasedStateMachine):
             migration = data.draw(st.sampled_from(self.POLICIES))
             self.m = Migrating(self.TOPICS, config=policy(migration))
             event(f"policy {migration}")
+        if len(self.ASSIGNMENT_INTERVALS_MS) > 1:
+            interval = data.draw(st.sampled_from(self.ASSIGNMENT_INTERVALS_MS))
+            config = dataclasses.replace(CONFIG, consumer_group_assignment_interval_ms=interval)
+            self.m = Migrating(self.TOPICS, config=config)
+            event(f"assignment interval {interval} ms")
         for name in ("k0", "k1")[:classic]:
             self.classic[name] = ClassicClient(name)
         self.the_classic_members_behave_a_while()
@@ -815,3 +823,34 @@ MigratingGroupUnderAnyPolicy.TestCase.settings = settings(
     max_examples=100, stateful_step_count=50, deadline=None
 )
 test_any_migration_policy_never_gives_a_partition_to_two_members = MigratingGroupUnderAnyPolicy.TestCase
+
+
+class MigratingGroupWithAnAssignmentInterval(MigratingGroup):
+    """The same with the consumer group's targets batched (KIP-1263's assignment interval,
+    drawn): a change within the interval waits for the first heartbeat or classic JoinGroup
+    after it, and its classic members are told to rejoin only then. Time passes while everyone
+    behaves, so that the deferred targets come."""
+
+    ASSIGNMENT_INTERVALS_MS = (0, INTERVAL_MS, 2 * INTERVAL_MS)
+    SETTLE_STEP_MS = INTERVAL_MS // 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deferred = False
+
+    @invariant()
+    def note_a_deferred_target(self) -> None:
+        groups = self.m.state._consumer_groups
+        if "g" in groups:
+            described = groups.describe("g")
+            self.deferred |= described.group_epoch > described.assignment_epoch
+
+    def teardown(self) -> None:
+        super().teardown()
+        event(f"the group waited for a target: {self.deferred}")
+
+
+MigratingGroupWithAnAssignmentInterval.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=50, deadline=None
+)
+test_batched_targets_never_give_a_partition_to_two_members = MigratingGroupWithAnAssignmentInterval.TestCase
