@@ -44,6 +44,16 @@ from kafka.protocol.admin import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
+from kafka.protocol.consumer import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka_tools import consumer_groups, table
 from member_processes import (
@@ -735,6 +745,152 @@ def test_a_groups_assignment_interval_batches_its_targets_on_kafka(kafka: KafkaC
     kafka.create_topic(BATCHED_TOPIC, 4)
     address = kafka.broker(kafka.coordinator_of("batched")).address
     assert targets_batched(kafka.bootstrap_servers, address, "batched") == BATCHED_STEPS
+
+
+@dataclasses.dataclass
+class ClassicProbe:
+    """A classic member of the consumer protocol, one request at a time through kafka-python's
+    message classes (JoinGroup v5, SyncGroup v5, Heartbeat v4), owning what its SyncGroups
+    gave it."""
+
+    address: str
+    group: str
+    member_id: str = ""
+    generation: int = -1
+    owned: list[int] = dataclasses.field(default_factory=list)
+
+    def join(self) -> int:
+        """Join (again) with what it owns; the JoinGroup's error."""
+        while True:
+            subscription = ConsumerProtocolSubscription(
+                version=1,
+                topics=[BATCHED_TOPIC],
+                user_data=b"",
+                owned_partitions=[
+                    ConsumerProtocolSubscription.TopicPartition(topic=BATCHED_TOPIC, partitions=self.owned)
+                ],
+            )
+            request = JoinGroupRequest(
+                version=5,
+                group_id=self.group,
+                session_timeout_ms=30_000,
+                rebalance_timeout_ms=30_000,
+                member_id=self.member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocols=[
+                    JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription.encode())
+                ],
+            )
+            answer = _call(self.address, request, JoinGroupResponse, 5)
+            self.member_id = answer.member_id
+            if answer.error_code != 79:  # MEMBER_ID_REQUIRED (KIP-394): again, with the id
+                self.generation = answer.generation_id
+                return int(answer.error_code)
+
+    def sync(self) -> int:
+        """SyncGroup; the error, and what the member owns from then on."""
+        request = SyncGroupRequest(
+            version=5,
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=[],
+        )
+        answer = _call(self.address, request, SyncGroupResponse, 5)
+        if answer.error_code == 0:
+            assignment = ConsumerProtocolAssignment.decode(answer.assignment)
+            self.owned = sorted(p for t in assignment.assigned_partitions for p in t.partitions)
+        return int(answer.error_code)
+
+    def heartbeat(self) -> int:
+        request = HeartbeatRequest(
+            version=4, group_id=self.group, generation_id=self.generation, member_id=self.member_id
+        )
+        return int(_call(self.address, request, HeartbeatResponse, 4).error_code)
+
+
+def classic_member_beside_batched_targets(bootstrap: str, address: str, group: str) -> list[tuple[Any, ...]]:
+    """A member of each protocol in ``group`` (its coordinator ``address``), its assignment
+    interval 1.5 s: a, of the incremental protocol, owns everything; c, classic, joins once the
+    interval has passed (a target at once) and reconciles; then b, of the incremental protocol,
+    joins within the interval of that target. c goes on heartbeating without being told to
+    rejoin until a target is made after the interval, then rejoins and reconciles. For each
+    step, what the answers and ConsumerGroupDescribe say, epochs counted from a's first."""
+    set_assignment_interval(bootstrap, address, group, ASSIGNMENT_INTERVAL_MS)
+    beat = functools.partial(heartbeat, address, group)
+    steps: list[tuple[Any, ...]] = []
+
+    def look(label: str) -> None:
+        g = described(address, group)
+        steps.append((label, g.group_state, g.group_epoch - first, g.assignment_epoch - first))
+
+    a_id, b_id = uuid.uuid4().hex[:22], uuid.uuid4().hex[:22]
+    joining = {
+        "rebalance_timeout_ms": 30_000,
+        "subscribed_topic_names": [BATCHED_TOPIC],
+        "topic_partitions": [],
+    }
+    joined = beat(a_id, 0, **joining)
+    first = joined.member_epoch
+    a_owned = differential.owned(joined)
+    a_epoch = beat(a_id, first, topic_partitions=a_owned).member_epoch
+    time.sleep(ASSIGNMENT_INTERVAL_MS / 1000 + 0.3)
+    c = ClassicProbe(address, group)
+    steps.append(("c joins: a target at once", c.join(), c.generation - first, c.sync(), len(c.owned)))
+    a = beat(a_id, a_epoch, topic_partitions=a_owned)
+    steps.append(("a is told to give up half", a.member_epoch - first, partitions_given(a)))
+    a_owned = differential.owned(a)
+    a_epoch = beat(a_id, a.member_epoch, topic_partitions=a_owned).member_epoch
+    steps.append(("a has given them up", a_epoch - first))
+    steps.append(("c's heartbeat: they are free", c.heartbeat()))
+    steps.append(("c rejoins and takes them", c.join(), c.generation - first, c.sync(), len(c.owned)))
+    look("a and c reconciled")
+    b = beat(b_id, 0, **joining)
+    steps.append(("b joins within the interval", b.member_epoch - first, partitions_given(b)))
+    look("b joined: no new target yet")
+    steps.append(("c's heartbeat within the interval", c.heartbeat()))
+    time.sleep(ASSIGNMENT_INTERVAL_MS / 1000 + 0.3)
+    beat(a_id, a_epoch, topic_partitions=a_owned)  # what a gives up, if anything, is the assignor's
+    look("a's heartbeat after the interval: a new target")
+    steps.append(("c's heartbeat: rejoin", c.heartbeat()))
+    steps.append(("c rejoins", c.join(), c.sync()))
+    return steps
+
+
+def test_a_classic_member_beside_batched_targets() -> None:
+    with EmbeddedCoordinator(topics={BATCHED_TOPIC: 4}, config=kip848_config()) as coordinator:
+        address = coordinator.bootstrap_servers
+        steps = classic_member_beside_batched_targets(address, address, "batched-classic")
+    assert steps == CLASSIC_BESIDE_BATCHED_STEPS
+
+
+def test_a_classic_member_beside_batched_targets_on_kafka(kafka: KafkaCluster) -> None:
+    """The same requests to Apache Kafka 4.3's broker, for parity."""
+    kafka.create_topic(BATCHED_TOPIC, 4)
+    address = kafka.broker(kafka.coordinator_of("batched-classic")).address
+    steps = classic_member_beside_batched_targets(kafka.bootstrap_servers, address, "batched-classic")
+    assert steps == CLASSIC_BESIDE_BATCHED_STEPS
+
+
+#: What both servers answer (seen on Kafka 4.3.1's broker).
+CLASSIC_BESIDE_BATCHED_STEPS: list[tuple[Any, ...]] = [
+    ("c joins: a target at once", 0, 1, 0, 0),  # JoinGroup, generation, SyncGroup, partitions
+    ("a is told to give up half", 0, 2),
+    ("a has given them up", 1),
+    ("c's heartbeat: they are free", 27),  # REBALANCE_IN_PROGRESS
+    ("c rejoins and takes them", 0, 1, 0, 2),
+    ("a and c reconciled", "Stable", 1, 1),
+    ("b joins within the interval", 1, 0),
+    ("b joined: no new target yet", "Assigning", 2, 1),
+    ("c's heartbeat within the interval", 0),
+    ("a's heartbeat after the interval: a new target", "Reconciling", 2, 2),
+    ("c's heartbeat: rejoin", 27),
+    ("c rejoins", 0, 0),
+]
 
 
 #: What both servers answer (seen on Kafka 4.3.1's broker).
