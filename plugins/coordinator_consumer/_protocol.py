@@ -81,7 +81,8 @@ def encode_subscription(
     :param owned: the partitions it owns now (v1+).
     :param generation: the generation in which it owned them (v2+); -1 if it has none.
     :param rack: the member's rack (v3+), ``client.rack`` in Kafka's consumer configuration.
-    :param user_data: the assignor-specific bytes.
+    :param user_data: the assignor-specific bytes; None (the default) writes them as null, as
+        Kafka's consumer and group coordinator do when there are none.
     :param version: 0 to :data:`SUBSCRIPTION_VERSION`.
     :returns: the payload, starting with the version as an int16.
     :raises ConsumerProtocolError: when the version is unknown or a value does not fit.
@@ -160,7 +161,7 @@ def decode_subscription(member_id: str, group_instance_id: str | None, data: byt
 
 
 def encode_assignment(
-    partitions: Iterable[TopicPartition], user_data: bytes = b"", version: int = ASSIGNMENT_VERSION
+    partitions: Iterable[TopicPartition], user_data: bytes | None = None, version: int = ASSIGNMENT_VERSION
 ) -> bytes:
     """Encode one member's assignment for SyncGroup.
 
@@ -168,7 +169,8 @@ def encode_assignment(
     same fields; Kafka bumped the assignment's version with the subscription's.
 
     :param partitions: what the member is assigned.
-    :param user_data: the assignor-specific bytes.
+    :param user_data: the assignor-specific bytes; None (the default) writes them as null, as
+        Kafka's consumer and group coordinator do when there are none.
     :param version: 0 to :data:`ASSIGNMENT_VERSION`.
     :raises ConsumerProtocolError: when the version is unknown or a value does not fit.
 
@@ -185,7 +187,7 @@ def encode_assignment(
         assigned_partitions=[
             wire_partition(topic=topic, partitions=numbers) for topic, numbers in _by_topic(partitions)
         ],
-        user_data=bytes(user_data),
+        user_data=None if user_data is None else bytes(user_data),
     )
     return _encode(message, "assignment")
 

@@ -5,11 +5,12 @@ its ALLOWED)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
-from coordinator_consumer import TopicPartition, encode_assignment, encode_subscription
+from coordinator_consumer import TopicPartition, decode_assignment, encode_assignment, encode_subscription
 from differential import Member, Peer, differences, owned, run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -22,6 +23,7 @@ from kafka.protocol.consumer import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
+from test_kip848_clients import set_assignment_interval
 
 from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -503,6 +505,59 @@ def consumer_group_commits_of_a_classic_member(peer: Peer) -> None:
     a.call("a: fetches at an older generation", fetching(a, 0, member_id=a.member_id))
 
 
+BATCHED_INTERVAL_MS = 1500
+
+
+def joining_classic(m: Member, owns: Iterable[int] = ()) -> JoinGroupRequest:
+    """A cooperative classic member's JoinGroup to a consumer group of ``SHARED_TOPIC``, listing
+    the partitions it owns in its subscription."""
+    request = join(m)
+    metadata = encode_subscription([SHARED_TOPIC], owned=[TopicPartition(SHARED_TOPIC, p) for p in owns])
+    request.protocols[0].metadata = metadata
+    return request
+
+
+def synced_partitions(answer: Any) -> list[int]:
+    """What a classic member's SyncGroup ``answer`` gave it, of ``SHARED_TOPIC``."""
+    partitions, _ = decode_assignment(answer.assignment)
+    return sorted(p.partition for p in partitions)
+
+
+def consumer_group_batched_targets_beside_a_classic_member(peer: Peer) -> None:
+    """KIP-1263: the group's next target at most every ``BATCHED_INTERVAL_MS`` (set before the
+    run on both servers). a, of the incremental protocol, owns all of ``SHARED_TOPIC``; c, a
+    classic member, joins once the interval has passed (its target at once) and reconciles;
+    b joins within the interval of that target, so no new target is made: c's heartbeats are
+    answered without a rebalance (it used to be told to rejoin here, and its SyncGroups sent it
+    back until the interval had passed) until a's heartbeat after the interval makes the target,
+    then c rejoins and reconciles. (A heartbeat of c's after the interval and before a's is told
+    to rejoin here, so that its JoinGroup makes the target; Kafka 4.3 waits for a member of the
+    incremental protocol to make it: docs/coordinator.md's conformance table.)"""
+    a, c, b = peer.member("a"), peer.member("c"), peer.member("b")
+    joined = a.call("a: join", joining(a, subscribed_topic_names=[SHARED_TOPIC]))
+    a_epoch, a_owns = joined.member_epoch, owned(joined)
+    a.call("a: heartbeat, listing everything", beat(a, a_epoch, a_owns))
+    time.sleep(BATCHED_INTERVAL_MS / 1000 + 0.3)
+    c.call("c: join without an id", join(c))
+    joined = c.call("c: join (a target at once; what it gets is a's)", joining_classic(c))
+    c.call("c: sync (nothing yet)", sync(c, joined.generation_id))
+    told = a.call("a: heartbeat (gives up half)", beat(a, a_epoch, a_owns))
+    a_owns = owned(told)
+    a_epoch = a.call("a: heartbeat, having revoked", beat(a, a_epoch, a_owns)).member_epoch
+    c.call("c: heartbeat (rejoin: what it is due is free)", heartbeat(c, joined.generation_id))
+    joined = c.call("c: rejoin", joining_classic(c))
+    c_owns = synced_partitions(c.call("c: sync (half)", sync(c, joined.generation_id)))
+    c.call("describe: Stable", described(c))
+    b.call("b: join within the interval (no new target)", joining(b, subscribed_topic_names=[SHARED_TOPIC]))
+    c.call("describe: Assigning", described(c))
+    c.call("c: heartbeat within the interval (no rebalance)", heartbeat(c, joined.generation_id))
+    time.sleep(BATCHED_INTERVAL_MS / 1000 + 0.3)
+    a.call("a: heartbeat after the interval (the new target)", beat(a, a_epoch, a_owns))
+    c.call("c: heartbeat (rejoin)", heartbeat(c, joined.generation_id))
+    joined = c.call("c: rejoin", joining_classic(c, c_owns))
+    c.call("c: sync", sync(c, joined.generation_id))
+
+
 SCENARIOS: list[Callable[[Peer], None]] = [
     join_sync_heartbeat_and_leave,
     static_members_restart,
@@ -549,6 +604,24 @@ def test_the_embedded_coordinator_answers_as_kafka_does(
     on_embedded = run("embedded", embedded.bootstrap_servers, scenario)
     found = differences(on_kafka, on_embedded)
     assert not found, "\n".join(found)
+
+
+def test_batched_targets_beside_a_classic_member_are_answered_as_kafka_answers_them(
+    kafka_with_topic: KafkaCluster, embedded: EmbeddedCoordinator
+) -> None:
+    """The scenario with the group's own assignment interval on both servers."""
+    scenario = consumer_group_batched_targets_beside_a_classic_member
+    servers = {"kafka": kafka_with_topic.bootstrap_servers, "embedded": embedded.bootstrap_servers}
+    transcripts = [
+        run(kind, bootstrap, scenario, before=batched(bootstrap)) for kind, bootstrap in servers.items()
+    ]
+    found = differences(*transcripts)
+    assert not found, "\n".join(found)
+
+
+def batched(bootstrap: str) -> Callable[[str], None]:
+    """:func:`run`'s ``before``: the group's assignment interval at ``BATCHED_INTERVAL_MS``."""
+    return lambda group_id: set_assignment_interval(bootstrap, bootstrap, group_id, BATCHED_INTERVAL_MS)
 
 
 # --- generated sequences --------------------------------------------------------------------------
