@@ -81,8 +81,7 @@ def encode_subscription(
     :param owned: the partitions it owns now (v1+).
     :param generation: the generation in which it owned them (v2+); -1 if it has none.
     :param rack: the member's rack (v3+), ``client.rack`` in Kafka's consumer configuration.
-    :param user_data: the assignor-specific bytes; None (the default) writes them as null, as
-        Kafka's consumer and group coordinator do when there are none.
+    :param user_data: the assignor-specific bytes.
     :param version: 0 to :data:`SUBSCRIPTION_VERSION`.
     :returns: the payload, starting with the version as an int16.
     :raises ConsumerProtocolError: when the version is unknown or a value does not fit.
