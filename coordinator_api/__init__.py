@@ -22,7 +22,7 @@ from coordinator_api._errors import (
     InvalidMetadataError,
     PayloadError,
 )
-from coordinator_api._membership._group_heartbeat import GroupSubscription
+from coordinator_api._membership._group_heartbeat import GroupSubscription, KafkaStreamsGroup
 from coordinator_api._membership._session import CONNECTION_OPTIONS
 from coordinator_api._payload import decode, decode_members, encode, payload, peek_version, since
 from coordinator_api._plugins import (
@@ -71,6 +71,7 @@ __all__ = [
     "GroupError",
     "GroupJoinError",
     "GroupSubscription",
+    "KafkaStreamsGroup",
     "GroupTimeoutError",
     "InvalidAssignmentError",
     "InvalidMetadataError",

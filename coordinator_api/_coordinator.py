@@ -527,7 +527,8 @@ class Coordinator(abc.ABC):
         if session is None:
             log.warning(
                 "group %s: the coordinator does not serve the incremental protocol for protocol type %s "
-                "(a Kafka cluster serves it for consumer groups only): using the classic protocol",
+                "(a Kafka cluster serves it for consumer groups, and for Kafka Streams groups of members "
+                "that declare their source topics and are not static): using the classic protocol",
                 self._group_id,
                 protocol_type,
             )

@@ -56,6 +56,9 @@ class ErrorCode(enum.IntEnum):
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
     INVALID_REGULAR_EXPRESSION = 128
+    STREAMS_INVALID_TOPOLOGY = 130
+    STREAMS_INVALID_TOPOLOGY_EPOCH = 131
+    STREAMS_TOPOLOGY_FENCED = 132
 
 
 class ApiKey(enum.IntEnum):
@@ -91,6 +94,7 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     LIST_CONFIG_RESOURCES = 74
+    STREAMS_GROUP_HEARTBEAT = 88
     # This project's own APIs, in Kafka's framing (from 10000 up, far from Kafka's own keys).
     GROUP_HEARTBEAT = 10068
     GROUP_DESCRIBE = 10069

@@ -1,7 +1,9 @@
 """The incremental protocol's heartbeats on the wire, for the incremental member machine:
 ConsumerGroupHeartbeat (KIP-848) for consumer groups, and this project's GroupHeartbeat (the
 same reconciliation, in Kafka's framing) for groups of any other protocol type, whose members
-declare the group's resources.
+declare the group's resources; or, where the coordinator serves Kafka's StreamsGroupHeartbeat
+(KIP-1071) but not GroupHeartbeat, that, for members whose resources are the tasks of a Kafka
+Streams topology.
 
 The request and response classes are generated from JSON schemas by kafka-python's schema
 mechanism (:mod:`coordinator_api.server.schemas`), like every other message; this module only
@@ -13,10 +15,11 @@ required: the member brings its own member id (KIP-1082), as Kafka 4's consumer 
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsRequest
@@ -25,6 +28,7 @@ from coordinator_api._errors import ConfigurationError
 from coordinator_api._membership import _incremental as i
 from coordinator_api._membership._driver import CoordinatorConnection
 from coordinator_api._membership._incremental import (
+    JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     Assignment,
@@ -34,14 +38,63 @@ from coordinator_api._membership._incremental import (
     SendGroupHeartbeat,
 )
 from coordinator_api._membership._machine import Action, FindCoordinator, LeaveAnswered, RequestKind
-from coordinator_api._protocol import MAX_GROUP_RESOURCES, ApiKey
-from coordinator_api.server.schemas import ConsumerGroupHeartbeatRequest, GroupHeartbeatRequest
+from coordinator_api._protocol import MAX_GROUP_RESOURCES, ApiKey, ErrorCode
+from coordinator_api.server.schemas import (
+    ConsumerGroupHeartbeatRequest,
+    GroupHeartbeatRequest,
+    StreamsGroupHeartbeatRequest,
+)
+
+log = logging.getLogger("coordinator_api.membership")
 
 #: The first version in which a member brings its own member id.
 MIN_VERSION = 1
 
 
 CONSUMER = "consumer"
+
+#: What StreamsGroupHeartbeat's status codes mean (KIP-1071; Kafka's names).
+STREAMS_STATUS = {
+    0: "STALE_TOPOLOGY",
+    1: "MISSING_SOURCE_TOPICS",
+    2: "INCORRECTLY_PARTITIONED_TOPICS",
+    3: "MISSING_INTERNAL_TOPICS",
+    4: "SHUTDOWN_APPLICATION",
+    5: "ASSIGNMENT_DELAYED",
+}
+_ASSIGNMENT_DELAYED = 5  # a new target waits out the group's assignment interval: no trouble
+
+
+@dataclass(frozen=True, kw_only=True)
+class KafkaStreamsGroup:
+    """How a member whose resources are the tasks of a Kafka Streams topology (one resource
+    group per subtopology, named by its id; resource ``(id, p)`` is the task reading partition
+    ``p`` of its source topics) joins a streams group of KIP-1071 on a coordinator that serves
+    Kafka's StreamsGroupHeartbeat instead of this project's GroupHeartbeat: Apache Kafka's
+    brokers from 4.2. The coordinator then counts each subtopology's tasks from its source
+    topics' partitions and assigns the active tasks.
+
+    :ivar source_topics: the topics each subtopology reads, by subtopology id (every resource
+        group of the subscription, and no other).
+    :ivar process_id: the application instance the member runs in (members of one instance
+        share it).
+    :ivar client_tags: the member's placement tags.
+    :raises ConfigurationError: a subtopology without topics, or an empty topic name or
+        process id.
+    """
+
+    source_topics: Mapping[str, tuple[str, ...]]
+    process_id: str
+    client_tags: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.process_id, str) or not self.process_id:
+            raise ConfigurationError(f"process_id must be a non-empty string, got {self.process_id!r}")
+        for subtopology, topics in self.source_topics.items():
+            if not topics or not all(isinstance(t, str) and t for t in topics):
+                raise ConfigurationError(
+                    f"subtopology {subtopology!r}: source topics must be non-empty names, got {topics!r}"
+                )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,10 +108,13 @@ class GroupSubscription:
     ``(name, i)`` exists for ``i`` in ``range(count)``; ``metadata``, what its protocol type's
     server-side assignor reads of it (a new value is a new target); and ``list_owners=True``
     to learn who owns every resource (:meth:`Coordinator.resource_owners`; for small groups of
-    resources: every answer carries the list).
+    resources: every answer carries the list). ``kafka_streams``, for resources that are the
+    tasks of a Kafka Streams topology: how to join a streams group of KIP-1071 on a coordinator
+    that serves those but not GroupHeartbeat (Apache Kafka's brokers).
 
-    :raises ConfigurationError: a resource group with an empty name or a count below 1, or more
-        than :data:`~coordinator_api._protocol.MAX_GROUP_RESOURCES` resources in all.
+    :raises ConfigurationError: a resource group with an empty name or a count below 1, more
+        than :data:`~coordinator_api._protocol.MAX_GROUP_RESOURCES` resources in all, or
+        ``kafka_streams`` naming other subtopologies than the resource groups.
     """
 
     topics: tuple[str, ...] | None = None
@@ -68,8 +124,16 @@ class GroupSubscription:
     resources: Mapping[str, int] | None = None
     metadata: bytes = b""
     list_owners: bool = False
+    kafka_streams: KafkaStreamsGroup | None = None
 
     def __post_init__(self) -> None:
+        if self.kafka_streams is not None and set(self.kafka_streams.source_topics) != set(
+            self.resources or ()
+        ):
+            raise ConfigurationError(
+                f"kafka_streams: source topics for subtopologies {sorted(self.kafka_streams.source_topics)}, "
+                f"resource groups {sorted(self.resources or ())}: they must be the same"
+            )
         if self.resources is None:
             return
         for name, count in self.resources.items():
@@ -90,13 +154,19 @@ def heartbeat_request(
     subscription: GroupSubscription,
     action: SendGroupHeartbeat,
     protocol_type: str = CONSUMER,
+    *,
+    kafka_streams: bool = False,
+    endpoint_epoch: int = 0,
 ) -> Any:
     """The full request for ``action`` (every field given, so every answer has the assignment):
-    a ConsumerGroupHeartbeat for a consumer group, else a GroupHeartbeat."""
+    a ConsumerGroupHeartbeat for a consumer group, a StreamsGroupHeartbeat if ``kafka_streams``,
+    else a GroupHeartbeat."""
     leaving = action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
     owned: dict[bytes, list[int]] = {}
     for key, index in sorted(action.owned):
         owned.setdefault(key, []).append(index)
+    if kafka_streams:
+        return _streams_request(settings, subscription, action, owned, endpoint_epoch)
     if protocol_type != CONSUMER:
         declared = subscription.resources or {}
         return GroupHeartbeatRequest(
@@ -135,10 +205,72 @@ def heartbeat_request(
     )
 
 
+def _streams_request(
+    settings: IncrementalSettings,
+    subscription: GroupSubscription,
+    action: SendGroupHeartbeat,
+    owned: dict[bytes, list[int]],
+    endpoint_epoch: int,
+) -> Any:
+    """A StreamsGroupHeartbeat: as Kafka's brokers require, the topology on a join only, and the
+    owned tasks empty there; every other field given."""
+    streams = subscription.kafka_streams
+    assert streams is not None
+    leaving = action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+    joining = action.member_epoch == JOIN_EPOCH
+    request = StreamsGroupHeartbeatRequest
+    topology = None
+    if joining:
+        topology = request.Topology(
+            epoch=0,
+            subtopologies=[
+                request.Topology.Subtopology(
+                    subtopology_id=subtopology,
+                    source_topics=list(topics),
+                    source_topic_regex=[],
+                    state_changelog_topics=[],
+                    repartition_sink_topics=[],
+                    repartition_source_topics=[],
+                    copartition_groups=[],
+                )
+                for subtopology, topics in sorted(streams.source_topics.items())
+            ],
+        )
+    tasks = (
+        []
+        if joining
+        else [request.TaskIds(subtopology_id=k.decode(), partitions=i) for k, i in owned.items()]
+    )
+    return request(
+        group_id=settings.group_id,
+        member_id=action.member_id,
+        member_epoch=action.member_epoch,
+        endpoint_information_epoch=endpoint_epoch,
+        rack_id=None if leaving else subscription.rack_id,
+        rebalance_timeout_ms=-1 if leaving else settings.rebalance_timeout_ms,
+        topology=topology,
+        active_tasks=None if leaving else tasks,
+        standby_tasks=None if leaving else [],
+        warmup_tasks=None if leaving else [],
+        process_id=None if leaving else streams.process_id,
+        client_tags=None
+        if leaving
+        else [request.KeyValue(key=k, value=v) for k, v in sorted(streams.client_tags.items())],
+    )
+
+
 def heartbeat_answered(sent_at: int, response: Any) -> GroupHeartbeatAnswered:
-    """The machine's event for a ConsumerGroupHeartbeat response."""
+    """The machine's event for a ConsumerGroupHeartbeat, GroupHeartbeat or StreamsGroupHeartbeat
+    response (a streams group's standby and warmup tasks are not taken)."""
     assignment: Assignment | None = None
-    if response.assignment is not None and response.API_KEY == ApiKey.GROUP_HEARTBEAT:
+    if response.API_KEY == ApiKey.STREAMS_GROUP_HEARTBEAT:
+        if response.active_tasks is not None:
+            assignment = frozenset(
+                (t.subtopology_id.encode(), partition)
+                for t in response.active_tasks
+                for partition in t.partitions
+            )
+    elif response.assignment is not None and response.API_KEY == ApiKey.GROUP_HEARTBEAT:
         assignment = frozenset(
             (r.name.encode(), index) for r in response.assignment.resources for index in r.indexes
         )
@@ -161,7 +293,8 @@ def heartbeat_answered(sent_at: int, response: Any) -> GroupHeartbeatAnswered:
 class IncrementalWire(CoordinatorConnection[i.Event]):
     """The incremental machine's network actions as kafka-python requests to the group's
     coordinator: FindCoordinator, and ConsumerGroupHeartbeat (GroupHeartbeat for a protocol
-    type other than ``consumer``) to join, stay and leave."""
+    type other than ``consumer``, StreamsGroupHeartbeat once :meth:`coordinator_serves` chose
+    it) to join, stay and leave."""
 
     def __init__(
         self,
@@ -189,22 +322,47 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         self._sending = threading.RLock()
         self._heartbeats_sent = 0
         self._release_after: int | None = None
+        #: StreamsGroupHeartbeat instead of GroupHeartbeat (set by :meth:`coordinator_serves`),
+        #: the newest endpoint information epoch its answers gave, and their latest statuses.
+        self.kafka_streams = False
+        self._endpoint_epoch = 0
+        self._streams_status: frozenset[tuple[int, str]] = frozenset()
 
     @property
     def api_key(self) -> ApiKey:
         """The heartbeat API this wire speaks."""
-        return ApiKey.CONSUMER_GROUP_HEARTBEAT if self._protocol_type == CONSUMER else ApiKey.GROUP_HEARTBEAT
+        if self._protocol_type == CONSUMER:
+            return ApiKey.CONSUMER_GROUP_HEARTBEAT
+        return ApiKey.STREAMS_GROUP_HEARTBEAT if self.kafka_streams else ApiKey.GROUP_HEARTBEAT
 
     def coordinator_serves(self) -> bool:
         """Whether the group's coordinator serves this wire's heartbeat API (asks it for its
         ApiVersions; application thread). Apache Kafka's brokers serve ConsumerGroupHeartbeat
-        from 4.0, never GroupHeartbeat.
+        from 4.0 and StreamsGroupHeartbeat from 4.2, never GroupHeartbeat: a subscription with
+        :class:`KafkaStreamsGroup` of a member that is not static (Kafka's streams groups have
+        no static members yet) takes StreamsGroupHeartbeat where GroupHeartbeat is missing.
 
         :raises Exception: kafka-python's error when the coordinator cannot be reached.
         """
         request = ApiVersionsRequest(client_software_name="coordinator-api", client_software_version="1")
         response = self.call(request, to_coordinator=True)
-        return any(api.api_key == self.api_key for api in response.api_keys)
+        served = {api.api_key for api in response.api_keys}
+        if self.api_key in served:
+            return True
+        if (
+            self._protocol_type != CONSUMER
+            and self.subscription.kafka_streams is not None
+            and self._settings.group_instance_id is None
+            and ApiKey.STREAMS_GROUP_HEARTBEAT in served
+        ):
+            self.kafka_streams = True
+            log.info(
+                "group %s: the coordinator serves Kafka Streams groups (StreamsGroupHeartbeat, KIP-1071), "
+                "not GroupHeartbeat: joining as a member of a streams group",
+                self._settings.group_id,
+            )
+            return True
+        return False
 
     def send(self, action: Action, sent_at: int, deliver: Callable[[i.Event], object]) -> None:
         if isinstance(action, FindCoordinator):
@@ -216,7 +374,14 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
                 else:  # that heartbeat is still being sent on another thread: right after it
                     self._release_after = action.after
         elif isinstance(action, SendGroupHeartbeat):
-            request = heartbeat_request(self._settings, self.subscription, action, self._protocol_type)
+            request = heartbeat_request(
+                self._settings,
+                self.subscription,
+                action,
+                self._protocol_type,
+                kafka_streams=self.kafka_streams,
+                endpoint_epoch=self._endpoint_epoch,
+            )
             if action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 self._request(
                     self._to_coordinator(request, self._request_timeout_ms),
@@ -248,7 +413,27 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         future.add_errback(lambda _exc: None)
 
     def _note_owners(self, response: Any) -> Any:
-        if getattr(response, "owners", None) is not None:
+        if response.API_KEY == ApiKey.STREAMS_GROUP_HEARTBEAT:
+            self._note_streams_status(response)
+        elif getattr(response, "owners", None) is not None:
             # Replaced whole (one reference), so readers on other threads see one answer's list.
             self.owners = {(o.name, o.index): (o.member_id, bytes(o.metadata)) for o in response.owners}
         return response
+
+    def _note_streams_status(self, response: Any) -> None:
+        """Logs what a streams group's coordinator says of the group (a missing source topic: no
+        tasks until it exists), once each time it changes."""
+        if response.error_code != ErrorCode.NONE:
+            return
+        self._endpoint_epoch = response.endpoint_information_epoch
+        status = frozenset((s.status_code, s.status_detail) for s in response.status or ())
+        if status != self._streams_status:
+            self._streams_status = status
+            for code, detail in sorted(status):
+                log.log(
+                    logging.INFO if code == _ASSIGNMENT_DELAYED else logging.WARNING,
+                    "group %s: the coordinator says %s: %s",
+                    self._settings.group_id,
+                    STREAMS_STATUS.get(code, f"status {code}"),
+                    detail,
+                )

@@ -21,6 +21,7 @@ from coordinator_api.testing._kafka_cluster import (
     KafkaToolsMissing,
     free_port,
     kafka_classpath,
+    run_kafka_tool,
 )
 from coordinator_api.testing._librdkafka_mock import (
     KAFKA_PYTHON_API_VERSION,
@@ -43,4 +44,5 @@ __all__ = [
     "TEST_JVM_OPTIONS",
     "free_port",
     "kafka_classpath",
+    "run_kafka_tool",
 ]

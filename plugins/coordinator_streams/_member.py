@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from coordinator_api import (
@@ -13,6 +13,7 @@ from coordinator_api import (
     Coordinator,
     GroupSubscription,
     JoinedMember,
+    KafkaStreamsGroup,
     PluginRegistry,
     installed_plugins,
 )
@@ -86,9 +87,15 @@ class StreamsGroupMember(Coordinator):
     without warmups), so ``config``, ``assignor``, ``client_tags`` and ``task_lags`` are not
     used, there are no probing rebalances, and a task that moves restores its state on its new
     owner. Each subtopology's partitions must be ``0 .. n-1``, and every member of the group
-    must declare the same topology and ask for the same protocol. Where the coordinator does not
-    serve it (a Kafka cluster), the member logs a warning and speaks the classic protocol as
-    described above, with all of the above settings; :attr:`group_protocol` then reads
+    must declare the same topology and ask for the same protocol. On a Kafka cluster (Apache
+    Kafka 4.2 or later) a member that names each subtopology's ``source_topics`` joins a
+    **streams group of KIP-1071** instead, speaking Kafka's StreamsGroupHeartbeat: the broker
+    counts each subtopology's tasks from its source topics' partitions (so the declared tasks
+    must match them) and assigns the active tasks with its own assignor, each member counting
+    as one thread (``capacity`` and ``server_assignor`` are not used there); a static member
+    (``group_instance_id``) cannot, as Kafka's streams groups have no static members yet. Where
+    the coordinator serves neither, the member logs a warning and speaks the classic protocol
+    as described above, with all of the above settings; :attr:`group_protocol` then reads
     ``"classic"``.
 
     :param process_id: a stable id of this instance (survives restarts, like its state
@@ -113,6 +120,10 @@ class StreamsGroupMember(Coordinator):
     :param server_assignor: with ``group_protocol="incremental"``, the coordinator's
         server-side assignor to ask for; None (default) takes the coordinator's default
         (``sticky``).
+    :param source_topics: with ``group_protocol="incremental"``, the topics each subtopology
+        reads, by subtopology number (every subtopology of ``tasks``): on a Kafka cluster the
+        member then joins a streams group of KIP-1071 rather than falling back to the classic
+        protocol.
     :param plugins: where assignors are found by name (default: the installed plugins,
         :func:`coordinator_api.installed_plugins`).
     """
@@ -135,6 +146,7 @@ class StreamsGroupMember(Coordinator):
         on_tasks_lost: RevokedCallback | None = None,
         warmup_check_interval_ms: int = 1_000,
         server_assignor: str | None = None,
+        source_topics: Mapping[int, Sequence[str]] | None = None,
         plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
@@ -165,6 +177,9 @@ class StreamsGroupMember(Coordinator):
         except TaskAssignmentError as exc:
             raise TaskAssignmentError(f"group {group_id!r}: {exc}") from None
         self._server_assignor = server_assignor
+        self._kafka_streams = self._streams_group(
+            group_id, incremental, process_id, source_topics, client_tags
+        )
         self._process_id = process_id
         self._capacity = capacity
         self._rack = rack
@@ -247,7 +262,42 @@ class StreamsGroupMember(Coordinator):
             metadata=encode_member_metadata(self._process_id, self._capacity),
             server_assignor=self._server_assignor,
             rack_id=self._rack,
+            kafka_streams=self._kafka_streams,
         )
+
+    def _streams_group(
+        self,
+        group_id: str,
+        incremental: bool,
+        process_id: str,
+        source_topics: Mapping[int, Sequence[str]] | None,
+        client_tags: Mapping[str, str] | None,
+    ) -> KafkaStreamsGroup | None:
+        """``source_topics`` checked, as a :class:`KafkaStreamsGroup` (None without them)."""
+        if source_topics is None:
+            return None
+        if not incremental:
+            raise ConfigurationError(
+                f"group {group_id!r}: source_topics is for group_protocol='incremental' (streams groups)"
+            )
+        subtopologies = {t.id.subtopology for t in self._tasks}
+        if set(source_topics) != subtopologies:
+            raise ConfigurationError(
+                f"group {group_id!r}: source_topics names subtopologies {sorted(source_topics)}, "
+                f"the tasks {sorted(subtopologies)}: they must be the same"
+            )
+        if any(isinstance(topics, str) for topics in source_topics.values()):
+            raise ConfigurationError(
+                f"group {group_id!r}: source_topics maps subtopologies to lists of topics"
+            )
+        try:
+            return KafkaStreamsGroup(
+                source_topics={str(s): tuple(topics) for s, topics in source_topics.items()},
+                process_id=process_id,
+                client_tags=dict(client_tags or {}),
+            )
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"group {group_id!r}: {exc}") from None
 
     def on_reconcile_resources(
         self,

@@ -284,14 +284,15 @@ def run_ours(args: argparse.Namespace, stop: threading.Event) -> None:
 
 def exec_java(argv: list[str]) -> None:
     """Become Apache Kafka's Java consumer (same pid, so the test's signals reach it)."""
-    from kafka_tools import JVM_OPTIONS  # this file's folder is on sys.path: it runs as a script
-
     from coordinator_api.testing import kafka_classpath
     from coordinator_api.testing._jvm import compiled
+    from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS
 
     kafka = kafka_classpath()
     classes = compiled(Path(__file__).with_name("JavaMember.java"), kafka)
-    os.execvp("java", ["java", *JVM_OPTIONS, "-cp", f"{kafka}{os.pathsep}{classes}", "JavaMember", *argv])
+    os.execvp(
+        "java", ["java", *TOOL_JVM_OPTIONS, "-cp", f"{kafka}{os.pathsep}{classes}", "JavaMember", *argv]
+    )
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from coordinator_streams import (
 from coordinator_streams import _incremental as incremental
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka_tools import table
 
 from coordinator_api import (
     AssignmentSpec,
@@ -40,7 +41,7 @@ from coordinator_api import (
     EmbeddedCoordinator,
     PluginRegistry,
 )
-from coordinator_api.testing import KafkaCluster
+from coordinator_api.testing import KafkaCluster, run_kafka_tool
 
 Resource = tuple[str, int]
 
@@ -207,6 +208,16 @@ def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
     StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=gap).close()  # classic: fine
     with pytest.raises(ConfigurationError, match="server_assignor is for group_protocol='incremental'"):
         StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=gap, server_assignor="sticky")
+    incremental: dict[str, Any] = {"process_id": "p", "tasks": TASKS, "group_protocol": "incremental"}
+    with pytest.raises(ConfigurationError, match="source_topics is for group_protocol='incremental'"):
+        StreamsGroupMember("g", "127.0.0.1:1", process_id="p", tasks=TASKS, source_topics=SOURCE_TOPICS)
+    with pytest.raises(ConfigurationError, match=r"subtopologies \[0, 1\], the tasks \[0, 1, 2\]"):
+        StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics={0: ["a"], 1: ["b"]})
+    with pytest.raises(ConfigurationError, match="lists of topics"):
+        StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics={**SOURCE_TOPICS, 2: "orders"})
+    with pytest.raises(ConfigurationError, match="subtopology '2': source topics must be non-empty"):
+        StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics={**SOURCE_TOPICS, 2: []})
+    StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS).close()
 
 
 # --- members on a real coordinator ------------------------------------------------------------
@@ -214,6 +225,8 @@ def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
 # Two stateful subtopologies and a stateless one: 14 tasks.
 TASKS = [Task(TaskId(s, p)) for s in (0, 1) for p in range(6)] + [Task(TaskId(2, p), False) for p in range(2)]
 ALL = frozenset(t.id for t in TASKS)
+# The topics each subtopology reads, as a streams group of KIP-1071 on Kafka takes them.
+SOURCE_TOPICS = {s: [f"streams-source-{s}"] for s in (0, 1, 2)}
 CONFIG = CoordinatorConfig(
     initial_rebalance_delay_ms=0,
     consumer_group_session_timeout_ms=6000,
@@ -352,7 +365,8 @@ def three(embedded: EmbeddedCoordinator, ledger: Ledger) -> Iterator[dict[str, S
     members = {
         "a": ledger.member(embedded.bootstrap_servers, "a"),
         "b": ledger.member(embedded.bootstrap_servers, "b"),
-        "c": ledger.member(embedded.bootstrap_servers, "c", capacity=2),
+        # Source topics change nothing where the coordinator serves GroupHeartbeat.
+        "c": ledger.member(embedded.bootstrap_servers, "c", capacity=2, source_topics=SOURCE_TOPICS),
     }
     try:
         settle(list(members.values()), balanced(list(members.values()), ledger), ledger)
@@ -455,14 +469,19 @@ def test_on_kafka_members_fall_back_to_the_classic_protocol(
     kafka: KafkaCluster, ledger: Ledger, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Lags of 0: both members are caught up on every task, so the classic assignor balances
-    # them at once (cooperatively: revoked from one member, then given to the other).
+    # them at once (cooperatively: revoked from one member, then given to the other). ka names
+    # no source topics; kb does, but is static, which Kafka's streams groups do not take yet.
     options: dict[str, Any] = {
         "task_lags": lambda: dict.fromkeys(ALL, 0),
         "heartbeat_interval_ms": 300,
         "group": "streams-incremental-fallback",
     }
+    static = {"source_topics": SOURCE_TOPICS, "group_instance_id": "kb"}
     with caplog.at_level(logging.WARNING, logger="coordinator_api.membership"):
-        members = [ledger.member(kafka.bootstrap_servers, name, **options) for name in ("ka", "kb")]
+        members = [
+            ledger.member(kafka.bootstrap_servers, "ka", **options),
+            ledger.member(kafka.bootstrap_servers, "kb", **options, **static),
+        ]
         try:
             settle(members, balanced(members, ledger), ledger, timeout=60)
             assert [m.group_protocol for m in members] == ["classic", "classic"]
@@ -471,3 +490,63 @@ def test_on_kafka_members_fall_back_to_the_classic_protocol(
                 member.close()
     fallbacks = [r for r in caplog.records if "does not serve the incremental protocol" in r.getMessage()]
     assert len(fallbacks) == 2, caplog.text
+
+
+def test_on_kafka_members_with_source_topics_join_a_streams_group(
+    kafka: KafkaCluster, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KIP-1071 on Apache Kafka's brokers: members that name their source topics speak
+    StreamsGroupHeartbeat; the broker assigns, each member reconciles on its own, and Kafka's
+    own ``kafka-streams-groups`` tool describes them."""
+    group = "streams-group-of-kip-1071"
+    for subtopology, topics in SOURCE_TOPICS.items():
+        kafka.create_topic(topics[0], partitions=sum(t.id.subtopology == subtopology for t in TASKS))
+    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
+    options: dict[str, Any] = {"group": group, "source_topics": SOURCE_TOPICS}
+    with caplog.at_level(logging.INFO, logger="coordinator_api.membership"):
+        members = {name: ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")}
+        try:
+            settle(list(members.values()), balanced(list(members.values()), ledger), ledger, timeout=60)
+            assert [m.group_protocol for m in members.values()] == ["incremental", "incremental"]
+            described = run_kafka_tool(
+                "org.apache.kafka.tools.streams.StreamsGroupCommand",
+                *("--bootstrap-server", kafka.bootstrap_servers, "--describe", "--group", group),
+                *("--members", "--verbose"),
+            )
+            assert described.returncode == 0, described.stderr
+            rows = {row["PROCESS"]: row for row in table(described.stdout)}
+            assert sorted(rows) == ["a", "b"] and {r["MEMBER-PROTOCOL"] for r in rows.values()} == {"streams"}
+            for name, member in members.items():  # Kafka's view of each member's tasks is its own
+                assert rows[name]["ASSIGNMENTS"].startswith(f"ACTIVE: {kafka_tasks(member.tasks().active)}")
+
+            before = {name: m.tasks().active for name, m in members.items()}
+            t_join = ledger.now()
+            members["c"] = ledger.member(kafka.bootstrap_servers, "c", **options)
+            settle(list(members.values()), balanced(list(members.values()), ledger), ledger, timeout=60)
+            moved = frozenset().union(*(ledger.since(t_join, name, "revoked") for name in before))
+            assert members["c"].tasks().active == moved == ledger.since(t_join, "c", "assigned")
+            for name, tasks in before.items():  # each gave up only what moved, kept the rest running
+                assert members[name].tasks().active == tasks - moved, ledger.timeline()
+            # docs/streams.md shows one:
+            print(f"\n{described.stdout}c joins at 0 s:\n{ledger.timeline(t_join)}")
+
+            kept = {name: members[name].tasks().active for name in ("b", "c")}
+            t_close = ledger.now()
+            members.pop("a").close()
+            rest = list(members.values())
+            settle(rest, balanced(rest, ledger), ledger, timeout=60)
+            for name, tasks in kept.items():
+                assert tasks <= members[name].tasks().active and not ledger.since(t_close, name, "revoked")
+        finally:
+            for member in members.values():
+                member.close()
+    joined = [r for r in caplog.records if "joining as a member of a streams group" in r.getMessage()]
+    assert len(joined) == 3, caplog.text
+
+
+def kafka_tasks(tasks: frozenset[TaskId]) -> str:
+    """Tasks as Kafka's tool writes them: ``0:[0,1]; 2:[1];``."""
+    by_subtopology: dict[int, list[int]] = {}
+    for task in sorted(tasks):
+        by_subtopology.setdefault(task.subtopology, []).append(task.partition)
+    return " ".join(f"{s}:[{','.join(map(str, ps))}];" for s, ps in by_subtopology.items())

@@ -41,6 +41,14 @@ class GroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[misc,
     pass
 
 
+class StreamsGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
+    """KIP-1071's heartbeat (api key 88): join, stay in and leave a Kafka Streams group."""
+
+
+class StreamsGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
+    pass
+
+
 class GroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
     """This project's own describe (api key 10069): groups of the incremental protocol of any
     protocol type, resources named."""
@@ -59,4 +67,6 @@ __all__ = [
     "GroupDescribeResponse",
     "GroupHeartbeatRequest",
     "GroupHeartbeatResponse",
+    "StreamsGroupHeartbeatRequest",
+    "StreamsGroupHeartbeatResponse",
 ]

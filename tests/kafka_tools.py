@@ -31,14 +31,12 @@ from kafka.protocol.consumer import (
 )
 
 from coordinator_api.testing import kafka_classpath
-from coordinator_api.testing._jvm import shared_classes
+from coordinator_api.testing import run_kafka_tool as run_tool
+from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS as JVM_OPTIONS
+from coordinator_api.testing._kafka_cluster import TOOL_TIMEOUT_S
 
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs
-# A short-lived tool: a small heap and no JIT tiers beyond C1 start it fastest on a loaded machine.
-JVM_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
-# Each run starts a JVM; on two loaded cores that alone can take several seconds.
-TOOL_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -63,26 +61,6 @@ def consumer_groups(bootstrap: str, *args: str, timeout: float = TOOL_TIMEOUT_S)
     argv = ("--bootstrap-server", bootstrap, *args)
     done = run_tool(CONSUMER_GROUP_COMMAND, *argv, timeout=timeout)
     return ToolRun(("kafka-consumer-groups", *argv), done.returncode, done.stdout, done.stderr)
-
-
-def run_tool(main: str, *args: str, timeout: float = TOOL_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Run the Kafka tool whose main class is ``main`` and wait for it; its classes are mapped
-    from the archive an earlier run of it recorded (three times quicker to start)."""
-    classpath = kafka_classpath()
-    shared = shared_classes(main, classpath)
-    returncode = -1
-    try:
-        done = subprocess.run(
-            ["java", *JVM_OPTIONS, *shared.options, "-cp", classpath, main, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        returncode = done.returncode
-        return done
-    finally:
-        shared.ended(returncode)
 
 
 def run_kafka_configs_lines(
