@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 import socket
 import sqlite3
@@ -584,10 +585,16 @@ def test_a_client_over_its_request_quota_is_throttled_and_muted_while_a_group_be
             settled = len(membership.events)
             probe = HeartbeatProbe(bootstrap)
             probe.start()
+            # Run as a script, this file finds kafka_tools in tests/ as pytest's runs do.
+            tests = str(Path(__file__).resolve().parents[1])
             hammering = subprocess.Popen(
                 [sys.executable, __file__, "hammer", bootstrap, "hammer", "5", "2"],
                 stdout=subprocess.PIPE,
                 text=True,
+                env={
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join(filter(None, (tests, os.environ.get("PYTHONPATH")))),
+                },
             )
             try:
                 assert hammering.stdout is not None and hammering.stdout.readline() == "hammering\n"

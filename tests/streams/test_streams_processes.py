@@ -1,4 +1,5 @@
-"""End to end: four real member processes on the embedded coordinator, one joining late."""
+"""End to end: four real member processes on the embedded coordinator, one joining late; three
+in a streams group of KIP-1071 on Apache Kafka, one killed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from member_processes import MemberProcess, running_members, wait_for
 
 from coordinator_api import EmbeddedCoordinator
+from coordinator_api.testing import KafkaCluster
 
 STREAMS_MEMBER = Path(__file__).parent / "streams_member.py"
 TASKS = 12
@@ -37,8 +39,8 @@ def overlaps(members: list[MemberProcess]) -> list[str]:
                 since[task] = report["t"]
             for task in set(since) - owned:
                 spans.setdefault(task, []).append((since.pop(task), report["t"], member.name))
-        for task, start_t in since.items():
-            spans.setdefault(task, []).append((start_t, float("inf"), member.name))
+        for task, start_t in since.items():  # until it was killed, if it was
+            spans.setdefault(task, []).append((start_t, member.ended_at, member.name))
     problems = []
     for task, intervals in spans.items():
         intervals.sort()
@@ -104,3 +106,42 @@ def test_a_fourth_member_warms_up_before_it_takes_over(coordinator: EmbeddedCoor
         )
         assert handed_over == running(late), diagnostics
         print(f"\nstreams scale-out timeline (d joins at 0 s):\n{timeline(members, joined_at)}")
+
+
+def test_on_kafka_a_streams_group_of_kip_1071_outlives_a_killed_member(kafka: KafkaCluster) -> None:
+    group, source = "streams-processes-kip-1071", "streams-processes-source"
+    for subtopology in range(2):
+        kafka.create_topic(f"{source}-{subtopology}", partitions=6)
+    # The group's session is the members' own (3 s: their leases are counted from it).
+    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 3000})
+    members = [
+        MemberProcess(
+            "", kafka.bootstrap_servers, name, script=STREAMS_MEMBER, group=group, source_topics=source
+        )
+        for name in ("a", "b", "c")
+    ]
+    with running_members(members):
+        wait_for(
+            lambda: (
+                sorted(len(m.owned) for m in members) == [4, 4, 4]
+                and len(frozenset().union(*(m.owned for m in members))) == TASKS
+            ),
+            60,
+            "three members of the streams group owning 4 tasks each",
+        )
+        a, b, c = members
+        before = {m.name: m.owned for m in members}
+        killed_at = time.time()
+        c.kill()
+        wait_for(
+            lambda: a.owned | b.owned == frozenset(before["a"] | before["b"] | before["c"]),
+            30,
+            "the two others owning the killed member's tasks too",
+        )
+        diagnostics = "\n".join(f"{m.name}: {m.reports}\n{m.stderr_text()[-2000:]}" for m in members)
+        assert len(a.owned) == len(b.owned) == 6, diagnostics
+        assert overlaps(members) == [], diagnostics
+        for member in (a, b):  # kept every task of its own, and gave up none
+            assert before[member.name] <= member.owned, diagnostics
+            assert not [r for r in member.events("revoked") if r["t"] > killed_at], diagnostics
+        print(f"\nstreams group of KIP-1071 on Kafka, c killed at 0 s:\n{timeline(members, killed_at)}")
