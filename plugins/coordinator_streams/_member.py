@@ -308,6 +308,15 @@ class StreamsGroupMember(Coordinator):
     ) -> None:
         gone = frozenset(task_of(r) for r in revoked)
         new = frozenset(task_of(r) for r in assigned)
+        undeclared = new - {t.id for t in self._tasks}
+        if undeclared:  # Kafka counts a streams group's tasks from its source topics' partitions
+            log.warning(
+                "group %s member %s: assigned tasks it does not declare: %s (does a source topic have "
+                "more partitions than its subtopology's tasks?)",
+                self.group_id,
+                member_id,
+                " ".join(map(str, sorted(undeclared))),
+            )
         with self._lock:
             self._current = MemberTasks(self._current.active - gone)
         if gone and self._revoked_cb is not None:

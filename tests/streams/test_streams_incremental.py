@@ -544,6 +544,41 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
     assert len(joined) == 3, caplog.text
 
 
+def test_on_kafka_a_streams_group_waits_for_its_source_topics(
+    kafka: KafkaCluster, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Kafka says so when a source topic is missing, and assigns no task until it exists; the
+    members run theirs as soon as it is created. Kafka counts the tasks from the topics'
+    partitions: one more partition than the member declares is one more task, logged."""
+    group = "streams-group-before-its-topics"
+    topics = {s: [f"streams-late-source-{s}"] for s in SOURCE_TOPICS}
+    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
+    options: dict[str, Any] = {"group": group, "source_topics": topics}
+    with caplog.at_level(logging.INFO):
+        members = [ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")]
+        try:
+            missing = "the coordinator says MISSING_SOURCE_TOPICS"
+            settle(members, lambda: caplog.text.count(missing) >= 2, ledger, timeout=30)
+            end = time.monotonic() + 1.0  # a few heartbeats more: still nothing to run
+            while time.monotonic() < end:
+                for member in members:
+                    member.poll(0.02)
+            assert [m.tasks().active for m in members] == [frozenset(), frozenset()]
+            extra = TaskId(2, 2)  # subtopology 2 declares partitions 0 and 1; its topic has three
+            for subtopology, (topic,) in topics.items():
+                count = sum(t.id.subtopology == subtopology for t in TASKS)
+                kafka.create_topic(topic, partitions=count + (subtopology == extra.subtopology))
+            settle(
+                members,
+                lambda: frozenset().union(*(m.tasks().active for m in members)) == ALL | {extra},
+                ledger,
+            )
+            assert "assigned tasks it does not declare: 2_2" in caplog.text
+        finally:
+            for member in members:
+                member.close()
+
+
 def kafka_tasks(tasks: frozenset[TaskId]) -> str:
     """Tasks as Kafka's tool writes them: ``0:[0,1]; 2:[1];``."""
     by_subtopology: dict[int, list[int]] = {}
