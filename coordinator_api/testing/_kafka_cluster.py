@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import logging
 import os
 import random
@@ -122,7 +123,7 @@ def _require(tool: str) -> str:
 def kafka_classpath(cache_dir: str | os.PathLike[str] | None = None) -> str:
     """The Java classpath of Apache Kafka :data:`KAFKA_VERSION`, fetched with Maven once.
 
-    The jars are copied into ``<cache>/kafka-<version>/libs``, where ``<cache>`` is
+    The jars are copied into ``<cache>/kafka-<version>-<pom digest>/libs``, where ``<cache>`` is
     ``cache_dir``, else ``$COORDINATOR_API_KAFKA_CACHE``, else ``~/.cache/coordinator-api``. A
     lock file keeps concurrent test processes from fetching twice; a half-finished fetch is
     never used (the directory is renamed into place when complete).
@@ -132,7 +133,8 @@ def kafka_classpath(cache_dir: str | os.PathLike[str] | None = None) -> str:
     """
     _require("java")
     root = Path(cache_dir) if cache_dir is not None else cache_root()
-    home = root / f"kafka-{KAFKA_VERSION}"
+    digest = hashlib.sha256(_POM.read_bytes()).hexdigest()[:12]  # another pom, other jars
+    home = root / f"kafka-{KAFKA_VERSION}-{digest}"
     libs = home / "libs"
     classpath = f"{libs}{os.sep}*"
     if libs.is_dir():

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import doctest
 import logging
+import os
 import random
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,7 +44,9 @@ from coordinator_api import (
     EmbeddedCoordinator,
     PluginRegistry,
 )
-from coordinator_api.testing import KafkaCluster, run_kafka_tool
+from coordinator_api.testing import KafkaCluster, kafka_classpath, run_kafka_tool
+from coordinator_api.testing._jvm import compiled
+from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS
 
 Resource = tuple[str, int]
 
@@ -577,6 +582,105 @@ def test_on_kafka_a_streams_group_waits_for_its_source_topics(
         finally:
             for member in members:
                 member.close()
+
+
+STREAMS_APPLICATION = Path(__file__).with_name("StreamsApplication.java")
+
+
+class StreamsApplicationProcess:
+    """Apache Kafka's own Streams client, one thread, in a process: ``tasks`` is what it said it
+    runs last (its active tasks, as ``0_1``)."""
+
+    def __init__(self, bootstrap: str, application_id: str, topic: str, state_dir: Path) -> None:
+        classpath = kafka_classpath()
+        classes = compiled(STREAMS_APPLICATION, classpath)
+        argv = [
+            "java",
+            *TOOL_JVM_OPTIONS,
+            "-cp",
+            f"{classpath}{os.pathsep}{classes}",
+            STREAMS_APPLICATION.stem,
+        ]
+        self.log = state_dir / "streams-application.log"
+        with open(self.log, "w") as log:  # the child keeps its own descriptor
+            self.process = subprocess.Popen(
+                [*argv, bootstrap, application_id, topic, str(state_dir)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
+        self.tasks: frozenset[TaskId] = frozenset()
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.strip())
+            if line.startswith("tasks"):
+                self.tasks = frozenset(TaskId.parse(t) for t in line.split()[1:])
+
+    def output(self) -> str:
+        """What it printed, and the end of its log: for a failing test's message."""
+        return "\n".join(self.lines[-40:]) + "\n--- log:\n" + self.log.read_text(errors="replace")[-3000:]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def test_on_kafka_a_kafka_streams_application_and_our_member_share_a_streams_group(
+    kafka: KafkaCluster, ledger: Ledger, tmp_path: Path
+) -> None:
+    """Apache Kafka's own Streams client and this project's member in one streams group of
+    KIP-1071, each declaring the same topology (one stateless subtopology reading one topic):
+    the broker takes both (it refuses a member whose topology differs), splits the tasks between
+    them, and gives the Streams application all of them once the member has closed."""
+    group, topic = "streams-beside-kafka-streams", "streams-beside-kafka-streams-source"
+    kafka.create_topic(topic, partitions=6)
+    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
+    tasks = [Task(TaskId(0, p), stateful=False) for p in range(6)]
+    everything = frozenset(t.id for t in tasks)
+    java = StreamsApplicationProcess(kafka.bootstrap_servers, group, topic, tmp_path)
+    member = StreamsGroupMember(
+        group,
+        kafka.bootstrap_servers,
+        process_id="python",
+        tasks=tasks,
+        on_tasks_assigned=lambda t: ledger.assigned("python", t),
+        on_tasks_revoked=lambda t: ledger.released("python", "revoked", t),
+        on_tasks_lost=lambda t: ledger.released("python", "lost", t),
+        source_topics={0: [topic]},
+        **OPTIONS,
+    )
+    try:
+
+        def shared() -> bool:
+            return (
+                len(member.tasks().active) == len(java.tasks) == 3
+                and member.tasks().active | java.tasks == everything
+            )
+
+        try:
+            settle([member], shared, ledger, timeout=90)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nthe Streams application:\n{java.output()}") from None
+        assert member.group_protocol == "incremental"
+        member.close()
+        deadline = time.monotonic() + 60
+        while java.tasks != everything:
+            assert time.monotonic() < deadline, f"it runs {words(java.tasks)}:\n{java.output()}"
+            time.sleep(0.05)
+    finally:
+        member.close()
+        java.close()
+    assert "closed" in java.lines, java.lines
 
 
 def kafka_tasks(tasks: frozenset[TaskId]) -> str:
