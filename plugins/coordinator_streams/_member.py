@@ -84,19 +84,20 @@ class StreamsGroupMember(Coordinator):
     new assignment; a task moves to its new owner only once its previous owner has returned from
     ``on_tasks_revoked``. Members that keep their tasks see no callback at all. Only **active**
     tasks take part: no standbys, no warmups, no lags (as Apache Kafka 4.2's streams groups
-    without warmups), so ``config``, ``assignor``, ``client_tags`` and ``task_lags`` are not
-    used, there are no probing rebalances, and a task that moves restores its state on its new
-    owner. Each subtopology's partitions must be ``0 .. n-1``, and every member of the group
-    must declare the same topology and ask for the same protocol. On a Kafka cluster (Apache
-    Kafka 4.2 or later) a member that names each subtopology's ``source_topics`` joins a
-    **streams group of KIP-1071** instead, speaking Kafka's StreamsGroupHeartbeat: the broker
-    counts each subtopology's tasks from its source topics' partitions (so the declared tasks
-    must match them) and assigns the active tasks with its own assignor, each member counting
-    as one thread (``capacity`` and ``server_assignor`` are not used there); a static member
-    (``group_instance_id``) cannot, as Kafka's streams groups have no static members yet. Where
-    the coordinator serves neither, the member logs a warning and speaks the classic protocol
-    as described above, with all of the above settings; :attr:`group_protocol` then reads
-    ``"classic"``.
+    without warmups), so ``config``, ``assignor``, ``client_tags`` (but in a streams group on
+    Kafka, below) and ``task_lags`` are not used, there are no probing rebalances, and a task
+    that moves restores its state on its new owner. Each subtopology's partitions must be
+    ``0 .. n-1``, and every member of the group must declare the same topology and ask for the
+    same protocol. On a Kafka cluster (Apache Kafka 4.2 or later) a member that names each
+    subtopology's ``source_topics`` joins a **streams group of KIP-1071** instead, speaking
+    Kafka's StreamsGroupHeartbeat: the broker counts each subtopology's tasks from its source
+    topics' partitions (so the declared tasks must match them) and assigns the active tasks
+    with its own assignor, each member counting as one thread (``capacity`` and
+    ``server_assignor`` are not used there; ``client_tags`` are its client tags); a static
+    member (``group_instance_id``) cannot, as Kafka's streams groups have no static members
+    yet. Where the coordinator serves neither, the member logs a warning and speaks the classic
+    protocol as described above, with all of the above settings; :attr:`group_protocol` then
+    reads ``"classic"``.
 
     :param process_id: a stable id of this instance (survives restarts, like its state
         directory).
