@@ -42,6 +42,7 @@ from coordinator_api import (
     ConfigurationError,
     CoordinatorConfig,
     EmbeddedCoordinator,
+    GroupJoinError,
     PluginRegistry,
 )
 from coordinator_api.testing import KafkaCluster, kafka_classpath, run_kafka_tool
@@ -582,6 +583,33 @@ def test_on_kafka_a_streams_group_waits_for_its_source_topics(
         finally:
             for member in members:
                 member.close()
+
+
+def test_on_kafka_a_member_of_another_topology_is_refused(kafka: KafkaCluster, ledger: Ledger) -> None:
+    """Kafka's streams groups take one topology: a member declaring another is refused at its
+    join, with Kafka's reason, and the group keeps running."""
+    group = "streams-group-of-one-topology"
+    for subtopology, topics in SOURCE_TOPICS.items():
+        kafka.create_topic(
+            f"{group}-{topics[0]}", partitions=sum(t.id.subtopology == subtopology for t in TASKS)
+        )
+    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
+    topology = {s: [f"{group}-{topics[0]}"] for s, topics in SOURCE_TOPICS.items()}
+    first = ledger.member(kafka.bootstrap_servers, "a", group=group, source_topics=topology)
+    other = ledger.member(
+        kafka.bootstrap_servers,
+        "b",
+        group=group,
+        source_topics={**topology, 2: [f"{group}-{SOURCE_TOPICS[0][0]}"]},
+    )
+    try:
+        settle([first], lambda: first.tasks().active == ALL, ledger, timeout=60)
+        with pytest.raises(GroupJoinError, match="INVALID_REQUEST: Topology updates are not supported yet"):
+            settle([first, other], lambda: False, ledger, timeout=30)
+        assert first.tasks().active == ALL and other.tasks().active == frozenset()
+    finally:
+        other.close()
+        first.close()
 
 
 STREAMS_APPLICATION = Path(__file__).with_name("StreamsApplication.java")
