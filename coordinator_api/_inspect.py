@@ -6,7 +6,8 @@ DescribeGroups over kafka-python's connections). kafka-python's own admin client
 member's bytes as consumer-protocol payloads and fails on other protocols, so this reads them
 raw and lets the ``coordinator_api_register_payload_decoders`` plugins put them in words. A
 group of the incremental protocol is described by the embedded coordinator's GroupDescribe (any
-protocol type), else by ConsumerGroupDescribe (Kafka 4's consumer groups).
+protocol type), else by ConsumerGroupDescribe (Kafka 4's consumer groups) or StreamsGroupDescribe
+(Kafka's streams groups of KIP-1071).
 
 Offsets go through kafka-python's admin client: OffsetFetch, ListOffsets (routed to each
 partition's leader), OffsetCommit with generation -1 and no member id (what Kafka's
@@ -38,7 +39,11 @@ from coordinator_api._membership import _driver
 from coordinator_api._plugins._registry import PayloadDecoderRegistry
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api.server._group_configs import GROUP_RESOURCE
-from coordinator_api.server.schemas import ConsumerGroupDescribeRequest, GroupDescribeRequest
+from coordinator_api.server.schemas import (
+    ConsumerGroupDescribeRequest,
+    GroupDescribeRequest,
+    StreamsGroupDescribeRequest,
+)
 
 
 @dataclass(frozen=True)
@@ -214,10 +219,12 @@ def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupD
     """The group as a group of the incremental protocol, or None if it is not one (or the
     coordinator describes none). A consumer group is asked for as Kafka's tools ask (which
     says who speaks the classic protocol), a group of another protocol type with this
-    project's GroupDescribe."""
+    project's GroupDescribe, and a streams group of Kafka's as ``kafka-streams-groups`` asks."""
+    streams = StreamsGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
     for request in (
         ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
         GroupDescribeRequest(group_ids=[group_id]),
+        streams,
     ):
         try:
             (group,) = conn.send(request, node).groups
@@ -225,6 +232,8 @@ def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupD
             continue  # not served by this coordinator: Kafka has no GroupDescribe
         if group.error_code:
             continue  # not a consumer group (ConsumerGroupDescribe), or no such group
+        if request is streams:
+            return _streams_group(group)
         by_name = isinstance(request, GroupDescribeRequest)
         return GroupDescription(
             group_id=group.group_id,
@@ -251,6 +260,35 @@ def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupD
             ),
         )
     return None
+
+
+def _streams_group(group: Any) -> GroupDescription:
+    """A StreamsGroupDescribe's group: each member's subscription is the topology's source
+    topics, its assignment its active tasks by subtopology."""
+    subtopologies = (group.topology.subtopologies if group.topology is not None else None) or ()
+    topics = tuple(sorted({topic for s in subtopologies for topic in s.source_topics}))
+    return GroupDescription(
+        group_id=group.group_id,
+        state=group.group_state,
+        protocol_type="streams",
+        protocol="",
+        group_epoch=group.group_epoch,
+        members=tuple(
+            DescribedMember(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=b"",
+                assignment=b"",
+                member_epoch=m.member_epoch,
+                subscribed=topics,
+                assigned=tuple((t.subtopology_id, tuple(t.partitions)) for t in m.assignment.active_tasks),
+                classic=m.is_classic,
+            )
+            for m in group.members
+        ),
+    )
 
 
 def render_group(description: GroupDescription, decoders: PayloadDecoderRegistry) -> str:

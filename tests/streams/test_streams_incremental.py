@@ -45,6 +45,7 @@ from coordinator_api import (
     GroupJoinError,
     PluginRegistry,
 )
+from coordinator_api._inspect import describe_group
 from coordinator_api.testing import KafkaCluster, kafka_classpath, run_kafka_tool
 from coordinator_api.testing._jvm import compiled
 from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS
@@ -524,6 +525,14 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
             assert sorted(rows) == ["a", "b"] and {r["MEMBER-PROTOCOL"] for r in rows.values()} == {"streams"}
             for name, member in members.items():  # Kafka's view of each member's tasks is its own
                 assert rows[name]["ASSIGNMENTS"].startswith(f"ACTIVE: {kafka_tasks(member.tasks().active)}")
+            # And this project's `coordinator-api groups GROUP` sees the same (StreamsGroupDescribe).
+            described_here = describe_group(kafka.bootstrap_servers, group)
+            assert (described_here.state, described_here.protocol_type) == ("Stable", "streams")
+            kafka_sees = {
+                m.member_id: {TaskId(int(s), p) for s, ps in m.assigned or () for p in ps}
+                for m in described_here.members
+            }
+            assert kafka_sees == {m.member_id: m.tasks().active for m in members.values()}
 
             before = {name: m.tasks().active for name, m in members.items()}
             t_join = ledger.now()

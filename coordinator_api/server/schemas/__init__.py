@@ -49,6 +49,14 @@ class StreamsGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignor
     pass
 
 
+class StreamsGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
+    """Describes Kafka Streams groups of KIP-1071 (api key 89)."""
+
+
+class StreamsGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
+    pass
+
+
 class GroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[misc,call-arg]
     """This project's own describe (api key 10069): groups of the incremental protocol of any
     protocol type, resources named."""
@@ -67,6 +75,8 @@ __all__ = [
     "GroupDescribeResponse",
     "GroupHeartbeatRequest",
     "GroupHeartbeatResponse",
+    "StreamsGroupDescribeRequest",
+    "StreamsGroupDescribeResponse",
     "StreamsGroupHeartbeatRequest",
     "StreamsGroupHeartbeatResponse",
 ]
