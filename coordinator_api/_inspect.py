@@ -67,6 +67,9 @@ class DescribedMember:
     subscribed: tuple[str, ...] = ()
     assigned: tuple[tuple[str, tuple[int, ...]], ...] | None = None
     classic: bool = False  # a member of a consumer group that speaks the classic protocol
+    # A streams group of KIP-1071: the partitions its active tasks read (task s_p reads
+    # partition p of each source topic of subtopology s), for the owners of committed offsets.
+    reads: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,7 @@ def _streams_group(group: Any) -> GroupDescription:
     topics, its assignment its active tasks by subtopology."""
     subtopologies = (group.topology.subtopologies if group.topology is not None else None) or ()
     topics = tuple(sorted({topic for s in subtopologies for topic in s.source_topics}))
+    sources = {s.subtopology_id: s.source_topics for s in subtopologies}
     return GroupDescription(
         group_id=group.group_id,
         state=group.group_state,
@@ -285,6 +289,12 @@ def _streams_group(group: Any) -> GroupDescription:
                 subscribed=topics,
                 assigned=tuple((t.subtopology_id, tuple(t.partitions)) for t in m.assignment.active_tasks),
                 classic=m.is_classic,
+                reads=tuple(
+                    (topic, p)
+                    for t in m.assignment.active_tasks
+                    for topic in sources.get(t.subtopology_id, ())
+                    for p in t.partitions
+                ),
             )
             for m in group.members
         ),
@@ -523,11 +533,14 @@ def _admin(bootstrap_servers: str, timeout_ms: int) -> Iterator[Any]:
 
 def owned_partitions(description: GroupDescription) -> dict[tuple[str, int], DescribedMember]:
     """The member the group's assignment gives each partition to: the incremental protocol's
-    ``assigned``, or a classic consumer group's assignments (Kafka's consumer protocol). Nothing
-    for a classic group of another protocol type, whose assignments only its plugin reads."""
+    ``assigned`` (a streams group's: the partitions its active tasks read), or a classic
+    consumer group's assignments (Kafka's consumer protocol). Nothing for a classic group of
+    another protocol type, whose assignments only its plugin reads."""
     owned: dict[tuple[str, int], DescribedMember] = {}
     for m in description.members:
-        if m.assigned is not None:
+        if m.reads is not None:
+            owned.update(dict.fromkeys(m.reads, m))
+        elif m.assigned is not None:
             for name, indexes in m.assigned:
                 for index in indexes:
                     owned[(name, index)] = m

@@ -45,7 +45,7 @@ from coordinator_api import (
     GroupJoinError,
     PluginRegistry,
 )
-from coordinator_api._inspect import describe_group
+from coordinator_api._inspect import describe_group, owned_partitions
 from coordinator_api.testing import KafkaCluster, kafka_classpath, run_kafka_tool
 from coordinator_api.testing._jvm import compiled
 from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS
@@ -533,6 +533,12 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
                 for m in described_here.members
             }
             assert kafka_sees == {m.member_id: m.tasks().active for m in members.values()}
+            # A committed offset's owner (`--offsets`): the member whose task reads its partition.
+            assert {key: m.member_id for key, m in owned_partitions(described_here).items()} == {
+                (SOURCE_TOPICS[t.subtopology][0], t.partition): m.member_id
+                for m in members.values()
+                for t in m.tasks().active
+            }
 
             before = {name: m.tasks().active for name, m in members.items()}
             t_join = ledger.now()
