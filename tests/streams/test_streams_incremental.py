@@ -509,7 +509,12 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
     for subtopology, topics in SOURCE_TOPICS.items():
         kafka.create_topic(topics[0], partitions=sum(t.id.subtopology == subtopology for t in TASKS))
     kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
-    options: dict[str, Any] = {"group": group, "source_topics": SOURCE_TOPICS}
+    # The members are not polled while Kafka's tool runs (a JVM: seconds on a loaded machine).
+    options: dict[str, Any] = {
+        "group": group,
+        "source_topics": SOURCE_TOPICS,
+        "max_poll_interval_ms": 120_000,
+    }
     with caplog.at_level(logging.INFO, logger="coordinator_api.membership"):
         members = {name: ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")}
         try:
@@ -574,7 +579,8 @@ def test_on_kafka_a_streams_group_waits_for_its_source_topics(
     group = "streams-group-before-its-topics"
     topics = {s: [f"streams-late-source-{s}"] for s in SOURCE_TOPICS}
     kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
-    options: dict[str, Any] = {"group": group, "source_topics": topics}
+    # Not polled while the topics are created (seconds on a loaded machine).
+    options: dict[str, Any] = {"group": group, "source_topics": topics, "max_poll_interval_ms": 120_000}
     with caplog.at_level(logging.INFO):
         members = [ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")]
         try:
