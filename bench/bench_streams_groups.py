@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_incremental import EMBEDDED, KAFKA, Server, start_embedded, start_kafka, stop_server
+from bench_incremental import EMBEDDED, KAFKA, BenchError, Server, start_embedded, start_kafka, stop_server
 from coordinator_streams import StreamsGroupMember, Task, TaskId
 
 SUBTOPOLOGIES = 2
@@ -46,10 +46,6 @@ SERVERS = {
     KAFKA: "Apache Kafka broker (StreamsGroupHeartbeat)",
 }
 CHANGES = ("scale-out", "scale-in")
-
-
-class BenchError(RuntimeError):
-    pass
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""Kafka's error codes and api keys: the one table of each that the member runtime, the embedded
-coordinator, the benchmarks and the tests all import (values and names as Kafka's ``Errors`` and
-``ApiKeys`` enums have them; tests/test_protocol_tables.py checks them against Apache Kafka's own jar).
+"""Kafka's error codes, api keys and streams groups' status codes: the one table of each that
+the member runtime, the embedded coordinator, the benchmarks and the tests all import (values and
+names as Kafka's ``Errors``, ``ApiKeys`` and ``StreamsGroupHeartbeatResponse.Status`` enums have
+them; tests/test_protocol_tables.py checks them against Apache Kafka's own jar).
 
 Only codes this project sends or reacts to are listed; :func:`error_name` names any other
 code by its number.
@@ -59,6 +60,18 @@ class ErrorCode(enum.IntEnum):
     STREAMS_INVALID_TOPOLOGY = 130
     STREAMS_INVALID_TOPOLOGY_EPOCH = 131
     STREAMS_TOPOLOGY_FENCED = 132
+
+
+class StreamsGroupStatus(enum.IntEnum):
+    """What a StreamsGroupHeartbeat answer says holds for the group (KIP-1071), as Kafka's
+    ``StreamsGroupHeartbeatResponse.Status`` names them."""
+
+    STALE_TOPOLOGY = 0
+    MISSING_SOURCE_TOPICS = 1
+    INCORRECTLY_PARTITIONED_TOPICS = 2
+    MISSING_INTERNAL_TOPICS = 3
+    SHUTDOWN_APPLICATION = 4
+    ASSIGNMENT_DELAYED = 5
 
 
 class ApiKey(enum.IntEnum):

@@ -11,24 +11,27 @@ from typing import Any
 
 import pytest
 
-from coordinator_api._protocol import ApiKey, ErrorCode, error_name
+from coordinator_api._protocol import ApiKey, ErrorCode, StreamsGroupStatus, error_name
 from coordinator_api.server import schemas
 from coordinator_api.testing import kafka_classpath
 
 PRINT_PROTOCOL = """
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.requests.StreamsGroupHeartbeatResponse;
 
 public class PrintProtocol {
     public static void main(String[] args) {
         for (Errors error : Errors.values()) System.out.println("error " + error.name() + " " + error.code());
         for (ApiKeys api : ApiKeys.values()) System.out.println("api " + api.name() + " " + api.id);
+        for (StreamsGroupHeartbeatResponse.Status status : StreamsGroupHeartbeatResponse.Status.values())
+            System.out.println("status " + status.name() + " " + status.code());
     }
 }
 """
 
 
-def test_every_error_code_and_api_key_has_kafkas_number_and_name(tmp_path: Path) -> None:
+def test_every_error_code_api_key_and_streams_status_has_kafkas_number_and_name(tmp_path: Path) -> None:
     source = tmp_path / "PrintProtocol.java"
     source.write_text(PRINT_PROTOCOL)
     result = subprocess.run(
@@ -47,6 +50,8 @@ def test_every_error_code_and_api_key_has_kafkas_number_and_name(tmp_path: Path)
             assert api.value not in kafka_api_ids, api
         else:
             assert kafka["api", api.name] == api.value, api
+    kafka_statuses = {name: code for (kind, name), code in kafka.items() if kind == "status"}
+    assert {status.name: status.value for status in StreamsGroupStatus} == kafka_statuses
 
 
 def test_unlisted_codes_are_named_by_number() -> None:

@@ -38,7 +38,7 @@ from coordinator_api._membership._incremental import (
     SendGroupHeartbeat,
 )
 from coordinator_api._membership._machine import Action, FindCoordinator, LeaveAnswered, RequestKind
-from coordinator_api._protocol import MAX_GROUP_RESOURCES, ApiKey, ErrorCode
+from coordinator_api._protocol import MAX_GROUP_RESOURCES, ApiKey, ErrorCode, StreamsGroupStatus
 from coordinator_api.server.schemas import (
     ConsumerGroupHeartbeatRequest,
     GroupHeartbeatRequest,
@@ -52,17 +52,6 @@ MIN_VERSION = 1
 
 
 CONSUMER = "consumer"
-
-#: What StreamsGroupHeartbeat's status codes mean (KIP-1071; Kafka's names).
-STREAMS_STATUS = {
-    0: "STALE_TOPOLOGY",
-    1: "MISSING_SOURCE_TOPICS",
-    2: "INCORRECTLY_PARTITIONED_TOPICS",
-    3: "MISSING_INTERNAL_TOPICS",
-    4: "SHUTDOWN_APPLICATION",
-    5: "ASSIGNMENT_DELAYED",
-}
-_ASSIGNMENT_DELAYED = 5  # a new target waits out the group's assignment interval: no trouble
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -395,7 +384,7 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
                 self._request(
                     self._to_coordinator(request, self._settings.session_timeout_ms),
                     RequestKind.HEARTBEAT,
-                    lambda r: heartbeat_answered(sent_at, self._note_owners(r)),
+                    lambda r: heartbeat_answered(sent_at, self._note_answer(r)),
                     deliver,
                 )
                 self._heartbeats_sent += 1
@@ -412,7 +401,9 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         future = self._manager.call_soon(self._to_coordinator(request, self._request_timeout_ms))
         future.add_errback(lambda _exc: None)
 
-    def _note_owners(self, response: Any) -> Any:
+    def _note_answer(self, response: Any) -> Any:
+        """Keeps what a heartbeat's answer says beside the machine's event: the owners it
+        lists, or a streams group's endpoint epoch and status."""
         if response.API_KEY == ApiKey.STREAMS_GROUP_HEARTBEAT:
             self._note_streams_status(response)
         elif getattr(response, "owners", None) is not None:
@@ -430,10 +421,16 @@ class IncrementalWire(CoordinatorConnection[i.Event]):
         if status != self._streams_status:
             self._streams_status = status
             for code, detail in sorted(status):
+                try:
+                    name = StreamsGroupStatus(code).name
+                except ValueError:
+                    name = f"status {code}"
+                # A delayed assignment waits out the group's assignment interval: no trouble.
+                delayed = code == StreamsGroupStatus.ASSIGNMENT_DELAYED
                 log.log(
-                    logging.INFO if code == _ASSIGNMENT_DELAYED else logging.WARNING,
+                    logging.INFO if delayed else logging.WARNING,
                     "group %s: the coordinator says %s: %s",
                     self._settings.group_id,
-                    STREAMS_STATUS.get(code, f"status {code}"),
+                    name,
                     detail,
                 )
