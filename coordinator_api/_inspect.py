@@ -36,6 +36,7 @@ from kafka.structs import OffsetAndMetadata
 
 from coordinator_api._errors import CoordinatorApiError, GroupError
 from coordinator_api._membership import _driver
+from coordinator_api._membership._group_heartbeat import KafkaStreamsGroup
 from coordinator_api._plugins._registry import PayloadDecoderRegistry
 from coordinator_api._protocol import ErrorCode, error_name
 from coordinator_api.server._group_configs import GROUP_RESOURCE
@@ -267,7 +268,8 @@ def _describe_incremental(conn: _Connection, node: Any, group_id: str) -> GroupD
 
 def _streams_group(group: Any) -> GroupDescription:
     """A StreamsGroupDescribe's group: each member's subscription is the topology's source
-    topics, its assignment its active tasks by subtopology."""
+    topics, its assignment its active tasks by subtopology, then its standby tasks as the
+    member names them (``0/standby``: :attr:`KafkaStreamsGroup.STANDBY`)."""
     subtopologies = (group.topology.subtopologies if group.topology is not None else None) or ()
     topics = tuple(sorted({topic for s in subtopologies for topic in s.source_topics}))
     sources = {s.subtopology_id: s.source_topics for s in subtopologies}
@@ -287,7 +289,11 @@ def _streams_group(group: Any) -> GroupDescription:
                 assignment=b"",
                 member_epoch=m.member_epoch,
                 subscribed=topics,
-                assigned=tuple((t.subtopology_id, tuple(t.partitions)) for t in m.assignment.active_tasks),
+                assigned=tuple((t.subtopology_id, tuple(t.partitions)) for t in m.assignment.active_tasks)
+                + tuple(
+                    (t.subtopology_id + KafkaStreamsGroup.STANDBY, tuple(t.partitions))
+                    for t in m.assignment.standby_tasks
+                ),
                 classic=m.is_classic,
                 reads=tuple(
                     (topic, p)

@@ -20,7 +20,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from kafka.protocol.metadata import ApiVersionsRequest
 
@@ -53,6 +53,10 @@ MIN_VERSION = 1
 
 CONSUMER = "consumer"
 
+#: The settings of a changelog topic the broker creates for a streams group, as Kafka Streams
+#: gives a key-value store's changelog (sorted by name, as it sends them).
+CHANGELOG_TOPIC_CONFIGS = (("cleanup.policy", "compact"), ("message.timestamp.type", "CreateTime"))
+
 
 @dataclass(frozen=True, kw_only=True)
 class KafkaStreamsGroup:
@@ -61,20 +65,39 @@ class KafkaStreamsGroup:
     ``p`` of its source topics) joins a streams group of KIP-1071 on a coordinator that serves
     Kafka's StreamsGroupHeartbeat instead of this project's GroupHeartbeat: Apache Kafka's
     brokers from 4.2. The coordinator then counts each subtopology's tasks from its source
-    topics' partitions and assigns the active tasks.
+    topics' partitions and assigns the active tasks, and the standby tasks of stateful
+    subtopologies when the group's ``streams.num.standby.replicas`` asks for them, each on
+    another process than the task's active one.
+
+    A standby task comes to the member as a resource too, of the resource group named by its
+    subtopology's id and :attr:`STANDBY` (standby task ``p`` of subtopology ``"0"`` is
+    ``("0/standby", p)``), and is reconciled like an active one: the member owns it from its
+    acknowledgement on, and the coordinator hands it on (as an active task of this process,
+    say) only once a heartbeat no longer lists it. Warmup tasks are not taken (Apache Kafka
+    4.3's assignor places none).
 
     :ivar source_topics: the topics each subtopology reads, by subtopology id (every resource
         group of the subscription, and no other).
     :ivar process_id: the application instance the member runs in (members of one instance
         share it).
     :ivar client_tags: the member's placement tags.
-    :raises ConfigurationError: a subtopology without topics, or an empty topic name or
-        process id.
+    :ivar changelog_topics: the changelog topics of each stateful subtopology's state stores,
+        by subtopology id (some of those of ``source_topics``), which makes the subtopology
+        stateful to the coordinator. The broker creates them, as many partitions as the
+        subtopology has tasks, with the broker's replication factor and the settings Kafka
+        Streams gives a key-value store's changelog (compacted, with create times).
+    :raises ConfigurationError: a subtopology without topics, an empty topic name or process
+        id, changelog topics for a subtopology without source topics, or a subtopology id
+        ending with :attr:`STANDBY`.
     """
 
     source_topics: Mapping[str, tuple[str, ...]]
     process_id: str
     client_tags: Mapping[str, str] = field(default_factory=dict)
+    changelog_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    #: What the resource group of a subtopology's standby tasks adds to the subtopology's id.
+    STANDBY: ClassVar[str] = "/standby"
 
     def __post_init__(self) -> None:
         if not isinstance(self.process_id, str) or not self.process_id:
@@ -83,6 +106,19 @@ class KafkaStreamsGroup:
             if not topics or not all(isinstance(t, str) and t for t in topics):
                 raise ConfigurationError(
                     f"subtopology {subtopology!r}: source topics must be non-empty names, got {topics!r}"
+                )
+            if subtopology.endswith(self.STANDBY):
+                raise ConfigurationError(
+                    f"subtopology {subtopology!r}: an id ending with {self.STANDBY!r} names standby tasks"
+                )
+        for subtopology, topics in self.changelog_topics.items():
+            if subtopology not in self.source_topics:
+                raise ConfigurationError(
+                    f"subtopology {subtopology!r} has changelog topics but no source topics"
+                )
+            if not topics or not all(isinstance(t, str) and t for t in topics):
+                raise ConfigurationError(
+                    f"subtopology {subtopology!r}: changelog topics must be non-empty names, got {topics!r}"
                 )
 
 
@@ -202,13 +238,17 @@ def _streams_request(
     endpoint_epoch: int,
 ) -> Any:
     """A StreamsGroupHeartbeat: as Kafka's brokers require, the topology on a join only, and the
-    owned tasks empty there; every other field given."""
+    owned tasks empty there; every other field given. Owned resources of a :attr:`STANDBY
+    <KafkaStreamsGroup.STANDBY>` group are standby tasks."""
     streams = subscription.kafka_streams
     assert streams is not None
     leaving = action.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
     joining = action.member_epoch == JOIN_EPOCH
     request = StreamsGroupHeartbeatRequest
     topology = None
+    # A changelog topic as Kafka Streams declares a key-value store's: partitions and
+    # replication factor left to the broker, its own settings sorted by name.
+    changelog_configs = [request.KeyValue(key=k, value=v) for k, v in CHANGELOG_TOPIC_CONFIGS]
     if joining:
         topology = request.Topology(
             epoch=0,
@@ -217,7 +257,12 @@ def _streams_request(
                     subtopology_id=subtopology,
                     source_topics=list(topics),
                     source_topic_regex=[],
-                    state_changelog_topics=[],
+                    state_changelog_topics=[
+                        request.Topology.Subtopology.TopicInfo(
+                            name=name, partitions=0, replication_factor=-1, topic_configs=changelog_configs
+                        )
+                        for name in sorted(streams.changelog_topics.get(subtopology, ()))
+                    ],
                     repartition_sink_topics=[],
                     repartition_source_topics=[],
                     copartition_groups=[],
@@ -225,11 +270,14 @@ def _streams_request(
                 for subtopology, topics in sorted(streams.source_topics.items())
             ],
         )
-    tasks = (
-        []
-        if joining
-        else [request.TaskIds(subtopology_id=k.decode(), partitions=i) for k, i in owned.items()]
-    )
+    tasks: dict[bool, list[Any]] = {False: [], True: []}  # standby?
+    for key, indexes in owned.items():
+        name = key.decode()
+        standby = name.endswith(KafkaStreamsGroup.STANDBY)
+        subtopology = name.removesuffix(KafkaStreamsGroup.STANDBY)
+        tasks[standby].append(request.TaskIds(subtopology_id=subtopology, partitions=indexes))
+    if joining:
+        tasks = {False: [], True: []}
     return request(
         group_id=settings.group_id,
         member_id=action.member_id,
@@ -238,8 +286,8 @@ def _streams_request(
         rack_id=None if leaving else subscription.rack_id,
         rebalance_timeout_ms=-1 if leaving else settings.rebalance_timeout_ms,
         topology=topology,
-        active_tasks=None if leaving else tasks,
-        standby_tasks=None if leaving else [],
+        active_tasks=None if leaving else tasks[False],
+        standby_tasks=None if leaving else tasks[True],
         warmup_tasks=None if leaving else [],
         process_id=None if leaving else streams.process_id,
         client_tags=None
@@ -250,13 +298,19 @@ def _streams_request(
 
 def heartbeat_answered(sent_at: int, response: Any) -> GroupHeartbeatAnswered:
     """The machine's event for a ConsumerGroupHeartbeat, GroupHeartbeat or StreamsGroupHeartbeat
-    response (a streams group's standby and warmup tasks are not taken)."""
+    response (a streams group's standby tasks as resources of their :attr:`STANDBY
+    <KafkaStreamsGroup.STANDBY>` groups; warmup tasks are not taken)."""
     assignment: Assignment | None = None
     if response.API_KEY == ApiKey.STREAMS_GROUP_HEARTBEAT:
-        if response.active_tasks is not None:
+        if response.active_tasks is not None:  # the three lists come together
+            standby = KafkaStreamsGroup.STANDBY
             assignment = frozenset(
                 (t.subtopology_id.encode(), partition)
                 for t in response.active_tasks
+                for partition in t.partitions
+            ) | frozenset(
+                ((t.subtopology_id + standby).encode(), partition)
+                for t in response.standby_tasks or ()
                 for partition in t.partitions
             )
     elif response.assignment is not None and response.API_KEY == ApiKey.GROUP_HEARTBEAT:

@@ -76,28 +76,33 @@ class StreamsGroupMember(Coordinator):
 
     **Incremental rebalancing** (``group_protocol="incremental"``). The coordinator assigns
     instead of a leader, and each member reconciles on its own, with no group-wide round: the
-    member declares its tasks as the coordinator's resources (one resource group per
-    subtopology, named by its number, counting its partitions) with its process id and
-    capacity, the coordinator's server-side assignor (``sticky``: balanced by capacity, members
-    keep their tasks up to their share) computes the target, and the member gets
-    ``on_tasks_revoked`` for the active tasks it gives up and then ``on_tasks_assigned`` with its
-    new assignment; a task moves to its new owner only once its previous owner has returned from
-    ``on_tasks_revoked``. Members that keep their tasks see no callback at all. Only **active**
-    tasks take part: no standbys, no warmups, no lags (as Apache Kafka 4.2's streams groups
-    without warmups), so ``config``, ``assignor``, ``client_tags`` (but in a streams group on
-    Kafka, below) and ``task_lags`` are not used, there are no probing rebalances, and a task
-    that moves restores its state on its new owner. Each subtopology's partitions must be
-    ``0 .. n-1``, and every member of the group must declare the same topology and ask for the
-    same protocol. On a Kafka cluster (Apache Kafka 4.2 or later) a member that names each
+    member declares its tasks as the coordinator's resources (one resource group per subtopology,
+    named by its number, counting its partitions) with its process id and capacity, the
+    coordinator's server-side assignor (``sticky``: balanced by capacity, members keep their tasks
+    up to their share) computes the target, and the member gets ``on_tasks_revoked`` for the
+    active tasks it gives up and then ``on_tasks_assigned`` with its new assignment; a task moves
+    to its new owner only once its previous owner has returned from ``on_tasks_revoked``. Members
+    that keep their tasks see no callback at all. Only **active** tasks take part (standbys only
+    in a streams group on Kafka, below): no warmups, no lags (as Apache Kafka 4.2's streams
+    groups, without warmups), so ``config``, ``assignor``, ``client_tags`` (but in a streams group
+    on Kafka, below) and ``task_lags`` are not used, there are no probing rebalances, and a task
+    that moves restores its state on its new owner. Each subtopology's partitions must be ``0 ..
+    n-1``, and every member of the group must declare the same topology and ask for the same
+    protocol. On a Kafka cluster (Apache Kafka 4.2 or later) a member that names each
     subtopology's ``source_topics`` joins a **streams group of KIP-1071** instead, speaking
     Kafka's StreamsGroupHeartbeat: the broker counts each subtopology's tasks from its source
-    topics' partitions (so the declared tasks must match them) and assigns the active tasks
-    with its own assignor, each member counting as one thread (``capacity`` and
-    ``server_assignor`` are not used there; ``client_tags`` are its client tags); a static
-    member (``group_instance_id``) cannot, as Kafka's streams groups have no static members
-    yet. Where the coordinator serves neither, the member logs a warning and speaks the classic
-    protocol as described above, with all of the above settings; :attr:`group_protocol` then
-    reads ``"classic"``.
+    topics' partitions (so the declared tasks must match them) and assigns the active tasks with
+    its own assignor, each member counting as one thread (``capacity`` and ``server_assignor`` are
+    not used there; ``client_tags`` are its client tags). There the subtopologies given
+    ``changelog_topics`` are stateful, and the broker also places **standby** tasks of them when
+    the group's ``streams.num.standby.replicas`` (a group config on the broker) asks for them,
+    each on another process than the task's active one: they come in ``on_tasks_assigned``
+    (``MemberTasks.standby``) and go without ``on_tasks_revoked``, and a standby task becomes
+    active on this member only after a heartbeat has said it is gone. A static member
+    (``group_instance_id``) cannot, as Kafka's streams groups have no static members yet. Where
+    the coordinator serves neither, the member logs a warning and speaks the classic protocol as
+    described above, with all of the above settings; :attr:`group_protocol` then reads
+    ``"classic"``.
 
     :param process_id: a stable id of this instance (survives restarts, like its state
         directory).
@@ -125,6 +130,10 @@ class StreamsGroupMember(Coordinator):
         reads, by subtopology number (every subtopology of ``tasks``): on a Kafka cluster the
         member then joins a streams group of KIP-1071 rather than falling back to the classic
         protocol.
+    :param changelog_topics: with ``source_topics``, the changelog topics of each stateful
+        subtopology's state stores, by subtopology number (subtopologies of stateful tasks
+        only): in a streams group on Kafka the broker creates them and places standby tasks of
+        these subtopologies, as many per task as the group's ``streams.num.standby.replicas``.
     :param plugins: where assignors are found by name (default: the installed plugins,
         :func:`coordinator_api.installed_plugins`).
     """
@@ -148,6 +157,7 @@ class StreamsGroupMember(Coordinator):
         warmup_check_interval_ms: int = 1_000,
         server_assignor: str | None = None,
         source_topics: Mapping[int, Sequence[str]] | None = None,
+        changelog_topics: Mapping[int, Sequence[str]] | None = None,
         plugins: PluginRegistry | None = None,
         **options: Any,
     ) -> None:
@@ -179,7 +189,7 @@ class StreamsGroupMember(Coordinator):
             raise TaskAssignmentError(f"group {group_id!r}: {exc}") from None
         self._server_assignor = server_assignor
         self._kafka_streams = self._streams_group(
-            group_id, incremental, process_id, source_topics, client_tags
+            group_id, incremental, process_id, source_topics, changelog_topics, client_tags
         )
         self._process_id = process_id
         self._capacity = capacity
@@ -272,10 +282,17 @@ class StreamsGroupMember(Coordinator):
         incremental: bool,
         process_id: str,
         source_topics: Mapping[int, Sequence[str]] | None,
+        changelog_topics: Mapping[int, Sequence[str]] | None,
         client_tags: Mapping[str, str] | None,
     ) -> KafkaStreamsGroup | None:
-        """``source_topics`` checked, as a :class:`KafkaStreamsGroup` (None without them)."""
+        """``source_topics`` and ``changelog_topics`` checked, as a :class:`KafkaStreamsGroup`
+        (None without them)."""
         if source_topics is None:
+            if changelog_topics is not None:
+                raise ConfigurationError(
+                    f"group {group_id!r}: changelog_topics is for streams groups on Kafka: give "
+                    "source_topics too"
+                )
             return None
         if not incremental:
             raise ConfigurationError(
@@ -287,15 +304,22 @@ class StreamsGroupMember(Coordinator):
                 f"group {group_id!r}: source_topics names subtopologies {sorted(source_topics)}, "
                 f"the tasks {sorted(subtopologies)}: they must be the same"
             )
-        if any(isinstance(topics, str) for topics in source_topics.values()):
+        changelog_topics = changelog_topics or {}
+        for name, topics in (("source_topics", source_topics), ("changelog_topics", changelog_topics)):
+            if any(isinstance(t, str) for t in topics.values()):
+                raise ConfigurationError(f"group {group_id!r}: {name} maps subtopologies to lists of topics")
+        stateless = sorted({t.id.subtopology for t in self._tasks if not t.stateful} & set(changelog_topics))
+        if stateless:
             raise ConfigurationError(
-                f"group {group_id!r}: source_topics maps subtopologies to lists of topics"
+                f"group {group_id!r}: changelog_topics names subtopologies {stateless}, whose tasks "
+                "are stateless (Task(..., stateful=False)): a changelog keeps a stateful task's state"
             )
         try:
             return KafkaStreamsGroup(
                 source_topics={str(s): tuple(topics) for s, topics in source_topics.items()},
                 process_id=process_id,
                 client_tags=dict(client_tags or {}),
+                changelog_topics={str(s): tuple(topics) for s, topics in changelog_topics.items()},
             )
         except ConfigurationError as exc:
             raise ConfigurationError(f"group {group_id!r}: {exc}") from None
@@ -307,9 +331,9 @@ class StreamsGroupMember(Coordinator):
         revoked: frozenset[tuple[str, int]],
         assigned: frozenset[tuple[str, int]],
     ) -> None:
-        gone = frozenset(task_of(r) for r in revoked)
-        new = frozenset(task_of(r) for r in assigned)
-        undeclared = new - {t.id for t in self._tasks}
+        gone, gone_standby = _tasks_of(revoked)
+        new, new_standby = _tasks_of(assigned)
+        undeclared = (new | new_standby) - {t.id for t in self._tasks}
         if undeclared:  # Kafka counts a streams group's tasks from its source topics' partitions
             log.warning(
                 "group %s member %s: assigned tasks it does not declare: %s (does a source topic have "
@@ -319,11 +343,13 @@ class StreamsGroupMember(Coordinator):
                 " ".join(map(str, sorted(undeclared))),
             )
         with self._lock:
-            self._current = MemberTasks(self._current.active - gone)
+            current = self._current
+            self._current = MemberTasks(current.active - gone, current.standby - gone_standby)
         if gone and self._revoked_cb is not None:
             self._revoked_cb(gone)
         with self._lock:
-            self._current = tasks = MemberTasks(self._current.active | new)
+            current = self._current
+            self._current = tasks = MemberTasks(current.active | new, current.standby | new_standby)
         if self._assigned_cb is not None:
             self._assigned_cb(tasks)
 
@@ -343,8 +369,8 @@ class StreamsGroupMember(Coordinator):
     # --- the application's view ---------------------------------------------------------------------
 
     def tasks(self) -> MemberTasks:
-        """This member's current active, standby and warmup tasks (active tasks only with the
-        incremental protocol)."""
+        """This member's current active, standby and warmup tasks (with the incremental
+        protocol: active tasks, and standby tasks in a streams group on Kafka)."""
         with self._lock:
             return self._current
 
@@ -392,3 +418,16 @@ class StreamsGroupMember(Coordinator):
                     f"got {task!r}: {lag!r}"
                 )
         return lags
+
+
+def _tasks_of(resources: frozenset[tuple[str, int]]) -> tuple[frozenset[TaskId], frozenset[TaskId]]:
+    """Active and standby tasks (a streams group's standby tasks come as resources of their
+    subtopology's :attr:`~coordinator_api.KafkaStreamsGroup.STANDBY` group)."""
+    active: set[TaskId] = set()
+    standby: set[TaskId] = set()
+    for name, index in resources:
+        if name.endswith(KafkaStreamsGroup.STANDBY):
+            standby.add(task_of((name.removesuffix(KafkaStreamsGroup.STANDBY), index)))
+        else:
+            active.add(task_of((name, index)))
+    return frozenset(active), frozenset(standby)

@@ -35,6 +35,7 @@ from coordinator_streams import (
 from coordinator_streams import _incremental as incremental
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka import KafkaConsumer
 from kafka_tools import table
 
 from coordinator_api import (
@@ -43,9 +44,18 @@ from coordinator_api import (
     CoordinatorConfig,
     EmbeddedCoordinator,
     GroupJoinError,
+    GroupSubscription,
+    KafkaStreamsGroup,
     PluginRegistry,
 )
 from coordinator_api._inspect import describe_group, owned_partitions
+from coordinator_api._membership._group_heartbeat import heartbeat_answered, heartbeat_request
+from coordinator_api._membership._incremental import (
+    GroupHeartbeatAnswered,
+    IncrementalSettings,
+    SendGroupHeartbeat,
+)
+from coordinator_api.server.schemas import StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse
 from coordinator_api.testing import KafkaCluster, kafka_classpath, run_kafka_tool
 from coordinator_api.testing._jvm import compiled
 from coordinator_api.testing._kafka_cluster import TOOL_JVM_OPTIONS
@@ -225,6 +235,83 @@ def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
     with pytest.raises(ConfigurationError, match="subtopology '2': source topics must be non-empty"):
         StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics={**SOURCE_TOPICS, 2: []})
     StreamsGroupMember("g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS).close()
+    with pytest.raises(ConfigurationError, match="changelog_topics is for streams groups on Kafka"):
+        StreamsGroupMember("g", "127.0.0.1:1", **incremental, changelog_topics=CHANGELOG_TOPICS)
+    with pytest.raises(ConfigurationError, match=r"subtopologies \[2\], whose tasks are stateless"):
+        StreamsGroupMember(
+            "g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS, changelog_topics={2: ["c"]}
+        )
+    with pytest.raises(ConfigurationError, match="changelog_topics maps subtopologies to lists"):
+        StreamsGroupMember(
+            "g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS, changelog_topics={0: "c"}
+        )
+    with pytest.raises(ConfigurationError, match="subtopology '3' has changelog topics but no source"):
+        KafkaStreamsGroup(source_topics={"0": ("a",)}, process_id="p", changelog_topics={"3": ("c",)})
+    with pytest.raises(ConfigurationError, match="'0/standby': an id ending with '/standby' names standby"):
+        KafkaStreamsGroup(source_topics={"0/standby": ("a",)}, process_id="p")
+    StreamsGroupMember(
+        "g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS, changelog_topics=CHANGELOG_TOPICS
+    ).close()
+
+
+def test_streams_group_heartbeats_declare_changelogs_and_carry_standby_tasks() -> None:
+    """On the wire to Kafka's brokers: the join's topology names each stateful subtopology's
+    changelog topics as Kafka Streams declares a key-value store's; later heartbeats list the
+    owned standby tasks apart from the active ones; an answer's standby tasks become resources
+    of the ``/standby`` groups (warmups are not taken), and the three lists come together."""
+    streams = KafkaStreamsGroup(
+        source_topics={"0": ("orders",), "1": ("payments",)},
+        process_id="p",
+        changelog_topics={"0": ("app-counts-changelog",)},
+    )
+    subscription = GroupSubscription(resources={"0": 2, "1": 2}, kafka_streams=streams)
+    settings = IncrementalSettings(
+        group_id="app", member_id="m", group_instance_id=None, session_timeout_ms=45_000,
+        heartbeat_interval_ms=5_000, rebalance_timeout_ms=60_000, max_poll_interval_ms=300_000,
+        retry_backoff_ms=100, lease_margin_ms=1_000,
+    )  # fmt: skip
+    owned = frozenset({(b"0", 1), (b"1", 0), (b"0/standby", 0), (b"1/standby", 1)})
+
+    def sent(epoch: int) -> Any:
+        request = heartbeat_request(
+            settings, subscription, SendGroupHeartbeat("m", epoch, owned), "streams", kafka_streams=True
+        )
+        return StreamsGroupHeartbeatRequest.decode(request.encode(version=0), version=0)
+
+    join = sent(0)
+    zero, one = join.topology.subtopologies
+    (changelog,) = zero.state_changelog_topics
+    # Partitions and replication factor the broker's (0: as many as the tasks; -1: its default).
+    assert changelog.name == "app-counts-changelog"
+    assert (changelog.partitions, changelog.replication_factor) == (0, -1)
+    assert [(c.key, c.value) for c in changelog.topic_configs] == [
+        ("cleanup.policy", "compact"),
+        ("message.timestamp.type", "CreateTime"),
+    ]
+    assert one.state_changelog_topics == []
+    assert (join.active_tasks, join.standby_tasks, join.warmup_tasks) == ([], [], [])  # as Kafka requires
+
+    later = sent(3)
+    assert later.topology is None
+    assert sorted((t.subtopology_id, t.partitions) for t in later.active_tasks) == [("0", [1]), ("1", [0])]
+    assert sorted((t.subtopology_id, t.partitions) for t in later.standby_tasks) == [("0", [0]), ("1", [1])]
+    assert later.warmup_tasks == []
+
+    def answer(active: Any, standby: Any, warmup: Any) -> GroupHeartbeatAnswered:
+        response = StreamsGroupHeartbeatResponse(
+            error_code=0, member_id="m", member_epoch=4, heartbeat_interval_ms=5_000,
+            active_tasks=active, standby_tasks=standby, warmup_tasks=warmup,
+        )  # fmt: skip
+        return heartbeat_answered(7, response)
+
+    ids = StreamsGroupHeartbeatResponse.TaskIds
+    got = answer(
+        [ids(subtopology_id="0", partitions=[0, 1])],
+        [ids(subtopology_id="1", partitions=[1])],
+        [ids(subtopology_id="1", partitions=[0])],
+    )
+    assert got.assignment == {(b"0", 0), (b"0", 1), (b"1/standby", 1)}
+    assert answer(None, None, None).assignment is None  # unchanged
 
 
 # --- members on a real coordinator ------------------------------------------------------------
@@ -232,8 +319,10 @@ def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
 # Two stateful subtopologies and a stateless one: 14 tasks.
 TASKS = [Task(TaskId(s, p)) for s in (0, 1) for p in range(6)] + [Task(TaskId(2, p), False) for p in range(2)]
 ALL = frozenset(t.id for t in TASKS)
-# The topics each subtopology reads, as a streams group of KIP-1071 on Kafka takes them.
+# The topics each subtopology reads, as a streams group of KIP-1071 on Kafka takes them, and the
+# changelog topics of the stateful ones' stores.
 SOURCE_TOPICS = {s: [f"streams-source-{s}"] for s in (0, 1, 2)}
+CHANGELOG_TOPICS = {s: [f"streams-store-{s}-changelog"] for s in (0, 1)}
 CONFIG = CoordinatorConfig(
     initial_rebalance_delay_ms=0,
     consumer_group_session_timeout_ms=6000,
@@ -250,11 +339,13 @@ OPTIONS: dict[str, Any] = {
 
 class Ledger:
     """Every member's callbacks, with times; at each one it checks that the member gives up only
-    what it runs and is given only what no other member runs."""
+    what it runs and is given only what no other member runs, and that none of its tasks is
+    active and standby at once (standby tasks: only in streams groups on Kafka)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.running: dict[str, frozenset[TaskId]] = {}
+        self.standby: dict[str, frozenset[TaskId]] = {}  # the standby tasks it keeps now
         self.calls: list[tuple[float, str, str, frozenset[TaskId]]] = []
         self.problems: list[str] = []
         self.start = time.monotonic()
@@ -271,12 +362,17 @@ class Ledger:
                 self._note(name, "assigned", new)
             if not mine <= tasks.active:
                 self.problems.append(f"{name}: {words(mine - tasks.active)} gone without a revocation")
-            if tasks.standby or tasks.warmup:
-                self.problems.append(f"{name}: standbys or warmups in incremental mode: {tasks}")
+            if tasks.warmup:
+                self.problems.append(f"{name}: warmups in incremental mode: {tasks}")
+            if tasks.active & tasks.standby:  # a standby becomes active once it is gone
+                self.problems.append(f"{name}: {words(tasks.active & tasks.standby)} active and standby")
             for other, theirs in self.running.items():
                 if other != name and new & theirs:
                     self.problems.append(f"{name} given {words(new & theirs)} while {other} runs them")
             self.running[name] = tasks.active
+            if tasks.standby != self.standby.get(name, frozenset()):
+                self._note(name, "standby", tasks.standby)
+                self.standby[name] = tasks.standby
 
     def released(self, name: str, kind: str, tasks: frozenset[TaskId]) -> None:
         with self.lock:
@@ -633,14 +729,90 @@ def test_on_kafka_a_member_of_another_topology_is_refused(kafka: KafkaCluster, l
         first.close()
 
 
+def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, ledger: Ledger) -> None:
+    """KIP-1071's standby tasks: members that name their stateful subtopologies' changelog
+    topics, in a group whose ``streams.num.standby.replicas`` is 1. The broker creates the
+    changelogs and keeps a standby of every stateful task on the process that does not run it;
+    when a member closes, the other runs its tasks, those it kept standbys of among them, each
+    once the standby was gone."""
+    group = "streams-group-with-standbys"
+    source = {s: [f"{group}-{topics[0]}"] for s, topics in SOURCE_TOPICS.items()}
+    changelogs = {s: [f"{group}-{topics[0]}"] for s, topics in CHANGELOG_TOPICS.items()}
+    sizes = {s: sum(t.id.subtopology == s for t in TASKS) for s in SOURCE_TOPICS}
+    for subtopology, (topic,) in source.items():
+        kafka.create_topic(topic, partitions=sizes[subtopology])
+    kafka.set_group_config(
+        group,
+        {
+            "streams.heartbeat.interval.ms": 300,
+            "streams.session.timeout.ms": 6000,
+            "streams.num.standby.replicas": 1,
+        },
+    )
+    stateful = frozenset(t.id for t in TASKS if t.stateful)
+    options: dict[str, Any] = {
+        "group": group,
+        "source_topics": source,
+        "changelog_topics": changelogs,
+        "max_poll_interval_ms": 120_000,  # not polled while the changelogs are looked up
+    }
+    members = {name: ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")}
+    try:
+        pair = list(members.values())
+        is_balanced = balanced(pair, ledger)
+
+        def standbys_placed() -> bool:  # each keeps a standby of every stateful task the other runs
+            a, b = (m.tasks() for m in pair)
+            return is_balanced() and a.standby == b.active & stateful and b.standby == a.active & stateful
+
+        settle(pair, standbys_placed, ledger, timeout=60)
+        assert all(m.group_protocol == "incremental" for m in pair)
+        # The broker created each changelog with as many partitions as its subtopology's tasks.
+        consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers)
+        try:
+            for subtopology, (topic,) in changelogs.items():
+                assert consumer.partitions_for_topic(topic) == set(range(sizes[subtopology]))
+        finally:
+            consumer.close()
+        # `coordinator-api groups GROUP` names the standbys as the members do.
+        described = describe_group(kafka.bootstrap_servers, group)
+        kafka_sees = {
+            m.member_id: {(s, p) for s, ps in m.assigned or () for p in ps} for m in described.members
+        }
+        assert kafka_sees == {
+            m.member_id: {(str(t.subtopology), t.partition) for t in m.tasks().active}
+            | {(f"{t.subtopology}/standby", t.partition) for t in m.tasks().standby}
+            for m in pair
+        }
+
+        standby_of_a = members["a"].tasks().standby
+        t_close = ledger.now()
+        members.pop("b").close()
+        alone = members["a"]
+        settle([alone], lambda: alone.tasks() == MemberTasks(ALL), ledger, timeout=60)
+        # It ran what it had kept standbys of (one process: no standby can be placed now), each
+        # only after it had stopped keeping the standby.
+        assert standby_of_a <= ledger.since(t_close, "a", "assigned")
+        for task in standby_of_a:
+            steps = [(k, task in ts) for at, who, k, ts in ledger.calls if who == "a" and at >= t_close]
+            assert steps.index(("standby", False)) < steps.index(("assigned", True)), ledger.timeline()
+        print(f"\nb closes at 0 s:\n{ledger.timeline(t_close)}")
+    finally:
+        for member in members.values():
+            member.close()
+
+
 STREAMS_APPLICATION = Path(__file__).with_name("StreamsApplication.java")
 
 
 class StreamsApplicationProcess:
-    """Apache Kafka's own Streams client, one thread, in a process: ``tasks`` is what it said it
-    runs last (its active tasks, as ``0_1``)."""
+    """Apache Kafka's own Streams client, one thread, in a process: ``tasks`` and ``standby``
+    are the active and standby tasks it said it has last. Stateless, or counting by key in a
+    store named ``store``."""
 
-    def __init__(self, bootstrap: str, application_id: str, topic: str, state_dir: Path) -> None:
+    def __init__(
+        self, bootstrap: str, application_id: str, topic: str, state_dir: Path, store: str | None = None
+    ) -> None:
         classpath = kafka_classpath()
         classes = compiled(STREAMS_APPLICATION, classpath)
         argv = [
@@ -653,13 +825,14 @@ class StreamsApplicationProcess:
         self.log = state_dir / "streams-application.log"
         with open(self.log, "w") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
-                [*argv, bootstrap, application_id, topic, str(state_dir)],
+                [*argv, bootstrap, application_id, topic, str(state_dir), *([store] if store else [])],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
             )
         self.tasks: frozenset[TaskId] = frozenset()
+        self.standby: frozenset[TaskId] = frozenset()
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -667,8 +840,10 @@ class StreamsApplicationProcess:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             self.lines.append(line.strip())
-            if line.startswith("tasks"):
-                self.tasks = frozenset(TaskId.parse(t) for t in line.split()[1:])
+            if line.startswith("tasks"):  # tasks 0_1 0_3 standby 0_2
+                active, _, standby = line.removeprefix("tasks").partition("standby")
+                self.standby = frozenset(TaskId.parse(t) for t in standby.split())
+                self.tasks = frozenset(TaskId.parse(t) for t in active.split())
 
     def output(self) -> str:
         """What it printed, and the end of its log: for a failing test's message."""
@@ -684,19 +859,25 @@ class StreamsApplicationProcess:
             self.process.wait()
 
 
+@pytest.mark.parametrize("stateful", [False, True], ids=["stateless", "stateful-with-standbys"])
 def test_on_kafka_a_kafka_streams_application_and_our_member_share_a_streams_group(
-    kafka: KafkaCluster, ledger: Ledger, tmp_path: Path
+    kafka: KafkaCluster, ledger: Ledger, tmp_path: Path, stateful: bool
 ) -> None:
     """Apache Kafka's own Streams client and this project's member in one streams group of
-    KIP-1071, each declaring the same topology (one stateless subtopology reading one topic):
-    the broker takes both (it refuses a member whose topology differs), splits the tasks between
-    them, and gives the Streams application all of them once the member has closed."""
-    group, topic = "streams-beside-kafka-streams", "streams-beside-kafka-streams-source"
+    KIP-1071, each declaring the same topology (one subtopology reading one topic): the broker
+    takes both (it refuses a member whose topology differs), splits the tasks between them, and
+    gives the Streams application all of them once the member has closed. Stateful: the
+    subtopology counts by key in a store whose changelog both declare, and with
+    ``streams.num.standby.replicas`` 1 each keeps standbys of the tasks the other runs."""
+    group = f"streams-beside-kafka-streams-{'stateful' if stateful else 'stateless'}"
+    topic = f"{group}-source"
     kafka.create_topic(topic, partitions=6)
-    kafka.set_group_config(group, {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000})
-    tasks = [Task(TaskId(0, p), stateful=False) for p in range(6)]
+    configs: dict[str, int | str] = {"streams.heartbeat.interval.ms": 300, "streams.session.timeout.ms": 6000}
+    kafka.set_group_config(group, {**configs, "streams.num.standby.replicas": int(stateful)})
+    tasks = [Task(TaskId(0, p), stateful=stateful) for p in range(6)]
     everything = frozenset(t.id for t in tasks)
-    java = StreamsApplicationProcess(kafka.bootstrap_servers, group, topic, tmp_path)
+    store = "counts" if stateful else None
+    java = StreamsApplicationProcess(kafka.bootstrap_servers, group, topic, tmp_path, store)
     member = StreamsGroupMember(
         group,
         kafka.bootstrap_servers,
@@ -706,15 +887,18 @@ def test_on_kafka_a_kafka_streams_application_and_our_member_share_a_streams_gro
         on_tasks_revoked=lambda t: ledger.released("python", "revoked", t),
         on_tasks_lost=lambda t: ledger.released("python", "lost", t),
         source_topics={0: [topic]},
+        # Kafka Streams names a store's changelog "<application id>-<store>-changelog".
+        changelog_topics={0: [f"{group}-{store}-changelog"]} if stateful else None,
         **OPTIONS,
     )
     try:
 
         def shared() -> bool:
-            return (
-                len(member.tasks().active) == len(java.tasks) == 3
-                and member.tasks().active | java.tasks == everything
-            )
+            ours = member.tasks()
+            split = len(ours.active) == len(java.tasks) == 3 and ours.active | java.tasks == everything
+            if not stateful:
+                return split
+            return split and ours.standby == java.tasks and java.standby == ours.active
 
         try:
             settle([member], shared, ledger, timeout=90)
@@ -723,7 +907,7 @@ def test_on_kafka_a_kafka_streams_application_and_our_member_share_a_streams_gro
         assert member.group_protocol == "incremental"
         member.close()
         deadline = time.monotonic() + 60
-        while java.tasks != everything:
+        while (java.tasks, java.standby) != (everything, frozenset()):
             assert time.monotonic() < deadline, f"it runs {words(java.tasks)}:\n{java.output()}"
             time.sleep(0.05)
     finally:
