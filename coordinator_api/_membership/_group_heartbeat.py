@@ -88,7 +88,7 @@ class KafkaStreamsGroup:
         Streams gives a key-value store's changelog (compacted, with create times).
     :raises ConfigurationError: a subtopology without topics, an empty topic name or process
         id, changelog topics for a subtopology without source topics, or a subtopology id
-        ending with :attr:`STANDBY`.
+        with :attr:`STANDBY` in it.
     """
 
     source_topics: Mapping[str, tuple[str, ...]]
@@ -96,8 +96,19 @@ class KafkaStreamsGroup:
     client_tags: Mapping[str, str] = field(default_factory=dict)
     changelog_topics: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    #: What the resource group of a subtopology's standby tasks adds to the subtopology's id.
+    #: What the resource group of a subtopology's standby tasks adds to the subtopology's id
+    #: (and, on a coordinator that serves GroupHeartbeat, the number of the replica from the
+    #: second on: ``"0/standby2"``).
     STANDBY: ClassVar[str] = "/standby"
+
+    @classmethod
+    def standby_of(cls, group: str) -> str | None:
+        """The subtopology whose standby tasks resource group ``group`` holds (``"0"`` for
+        ``"0/standby"`` or ``"0/standby2"``), or None if it holds active tasks."""
+        subtopology, marker, replica = group.partition(cls.STANDBY)
+        if marker and (not replica or (replica.isdigit() and int(replica) >= 2)):
+            return subtopology
+        return None
 
     def __post_init__(self) -> None:
         if not isinstance(self.process_id, str) or not self.process_id:
@@ -107,9 +118,9 @@ class KafkaStreamsGroup:
                 raise ConfigurationError(
                     f"subtopology {subtopology!r}: source topics must be non-empty names, got {topics!r}"
                 )
-            if subtopology.endswith(self.STANDBY):
+            if self.STANDBY in subtopology:
                 raise ConfigurationError(
-                    f"subtopology {subtopology!r}: an id ending with {self.STANDBY!r} names standby tasks"
+                    f"subtopology {subtopology!r}: an id with {self.STANDBY!r} names standby tasks"
                 )
         for subtopology, topics in self.changelog_topics.items():
             if subtopology not in self.source_topics:
@@ -139,7 +150,7 @@ class GroupSubscription:
 
     :raises ConfigurationError: a resource group with an empty name or a count below 1, more
         than :data:`~coordinator_api._protocol.MAX_GROUP_RESOURCES` resources in all, or
-        ``kafka_streams`` naming other subtopologies than the resource groups.
+        ``kafka_streams`` naming other subtopologies than the resource groups of active tasks.
     """
 
     topics: tuple[str, ...] | None = None
@@ -152,13 +163,14 @@ class GroupSubscription:
     kafka_streams: KafkaStreamsGroup | None = None
 
     def __post_init__(self) -> None:
-        if self.kafka_streams is not None and set(self.kafka_streams.source_topics) != set(
-            self.resources or ()
-        ):
-            raise ConfigurationError(
-                f"kafka_streams: source topics for subtopologies {sorted(self.kafka_streams.source_topics)}, "
-                f"resource groups {sorted(self.resources or ())}: they must be the same"
-            )
+        streams = self.kafka_streams
+        if streams is not None:
+            active = sorted(g for g in self.resources or () if streams.standby_of(g) is None)
+            if sorted(streams.source_topics) != active:
+                raise ConfigurationError(
+                    f"kafka_streams: source topics for subtopologies {sorted(streams.source_topics)}, "
+                    f"resource groups of active tasks {active}: they must be the same"
+                )
         if self.resources is None:
             return
         for name, count in self.resources.items():
@@ -273,9 +285,9 @@ def _streams_request(
     tasks: dict[bool, list[Any]] = {False: [], True: []}  # standby?
     for key, indexes in owned.items():
         name = key.decode()
-        standby = name.endswith(KafkaStreamsGroup.STANDBY)
-        subtopology = name.removesuffix(KafkaStreamsGroup.STANDBY)
-        tasks[standby].append(request.TaskIds(subtopology_id=subtopology, partitions=indexes))
+        of = KafkaStreamsGroup.standby_of(name)
+        subtopology = name if of is None else of
+        tasks[of is not None].append(request.TaskIds(subtopology_id=subtopology, partitions=indexes))
     if joining:
         tasks = {False: [], True: []}
     return request(

@@ -14,9 +14,11 @@ third-party plugin. It provides:
 * :class:`StreamsGroupMember`, a group member on the Coordinator API: the application declares
   its tasks, reports lags when asked and receives active, standby and warmup tasks through
   callbacks; it schedules probing rebalances. With ``group_protocol="incremental"`` the
-  coordinator assigns the active tasks instead, and each member reconciles on its own;
+  coordinator assigns the active and standby tasks instead, and each member reconciles on its
+  own;
 * a server-side assignor for that (``sticky``, :func:`assign_tasks_sticky`: balanced by
-  capacity, then sticky), registered for the embedded coordinator;
+  capacity, then sticky; standbys on other processes than their tasks' actives), registered
+  for the embedded coordinator;
 * :class:`SimulatedApplication` and :class:`GroupSimulation`: state stores that restore at a
   fixed rate on a clock, for tests, demos and the benchmark.
 
@@ -40,6 +42,7 @@ from coordinator_streams._incremental import (
     assign_tasks_sticky,
     decode_member_metadata,
     encode_member_metadata,
+    standby_group,
 )
 from coordinator_streams._member import StreamsGroupMember
 from coordinator_streams._model import (
@@ -136,5 +139,6 @@ __all__ = [
     "encode_assignment",
     "encode_member_metadata",
     "encode_subscription",
+    "standby_group",
     "timeline_text",
 ]

@@ -10,9 +10,17 @@ capacity. The member's rack travels in the heartbeat's own rack field.
 
 The coordinator computes the target with :func:`assign_tasks_sticky` (registered as
 ``sticky``, the only and so the default server-side assignor of protocol type ``streams``) and
-reconciles each member towards it on its own. Only active tasks take part: no standbys, no
-warmups, no lags, so every task counts the same, as in Apache Kafka 4.2's streams groups run
-without warmups.
+reconciles each member towards it on its own. No warmups and no lags take part, so every task
+counts the same, as in Apache Kafka's streams groups, which run without warmups.
+
+**Standby tasks** are resources too, one resource group per stateful subtopology and replica:
+:func:`standby_group` names them (``"0/standby"`` for the first replica of subtopology 0, as a
+streams group on Kafka names its standbys, ``"0/standby2"`` for the second), counting the
+subtopology's partitions. A member declares as many as its
+:attr:`~coordinator_streams.AssignmentConfig.num_standby_replicas` asks for; each standby
+resource has one owner like any other, so the coordinator's revoke-before-assign rule holds for
+standbys too, and the assignor places them so that no process holds a task twice (active and
+standby, or two replicas).
 
     >>> from coordinator_api import AssignmentSpec
     >>> def member(member_id, current=(), capacity=1):
@@ -36,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from coordinator_api import AssignmentSpec, PayloadError, decode, encode, payload
+from coordinator_api import AssignmentSpec, KafkaStreamsGroup, PayloadError, decode, encode, payload
 from coordinator_api._plugins import Resource
 from coordinator_streams._model import Task, TaskAssignmentError, TaskId
 
@@ -48,7 +56,9 @@ __all__ = [
     "encode_member_metadata",
     "resource_counts",
     "resource_of",
+    "standby_group",
     "task_of",
+    "tasks_of",
 ]
 
 _Load = Callable[[int], float]
@@ -99,13 +109,44 @@ def task_of(resource: Resource) -> TaskId:
         raise TaskAssignmentError(f"not a streams task: resource {name!r}/{index}") from None
 
 
-def resource_counts(tasks: Iterable[Task]) -> dict[str, int]:
+def standby_group(subtopology: int | str, replica: int = 1) -> str:
+    """The resource group of replica ``replica`` (from 1) of ``subtopology``'s standby tasks:
+    ``standby_group(0)`` is ``"0/standby"`` (:attr:`coordinator_api.KafkaStreamsGroup.STANDBY`),
+    ``standby_group(0, 2)`` is ``"0/standby2"``."""
+    return f"{subtopology}{KafkaStreamsGroup.STANDBY}{replica if replica > 1 else ''}"
+
+
+def _replica(group: str) -> int:
+    """Which replica a :func:`standby_group` holds (from 1)."""
+    return int(group.partition(KafkaStreamsGroup.STANDBY)[2] or 1)
+
+
+def tasks_of(resources: Iterable[Resource]) -> tuple[frozenset[TaskId], frozenset[TaskId]]:
+    """The active and the standby tasks that ``resources`` name (of any replica).
+
+    :raises TaskAssignmentError: a resource group's name is not a subtopology number or a
+        :func:`standby_group`.
+    """
+    active: set[TaskId] = set()
+    standby: set[TaskId] = set()
+    for name, index in resources:
+        subtopology = KafkaStreamsGroup.standby_of(name)
+        if subtopology is None:
+            active.add(task_of((name, index)))
+        else:
+            standby.add(task_of((subtopology, index)))
+    return frozenset(active), frozenset(standby)
+
+
+def resource_counts(tasks: Iterable[Task], standby_replicas: int = 0) -> dict[str, int]:
     """The resource groups a member declares for ``tasks``: one per subtopology, its partition
-    count as the count.
+    count as the count, and ``standby_replicas`` :func:`standby_group` groups per subtopology
+    whose tasks are all stateful.
 
     :raises TaskAssignmentError: a subtopology's partitions are not ``0 .. n-1`` (a resource
         group holds the resources ``0 .. count-1``, so a gap would be a task nobody declared).
     """
+    tasks = list(tasks)
     partitions: dict[int, set[int]] = {}
     for task in tasks:
         partitions.setdefault(task.id.subtopology, set()).add(task.id.partition)
@@ -121,6 +162,11 @@ def resource_counts(tasks: Iterable[Task]) -> dict[str, int]:
                 f"{'is' if max(found) + 1 - len(found) == 1 else 'are'} missing"
             )
         counts[str(subtopology)] = len(found)
+    stateless = {task.id.subtopology for task in tasks if not task.stateful}
+    for subtopology, found in sorted(partitions.items()):
+        if subtopology not in stateless:
+            for replica in range(1, standby_replicas + 1):
+                counts[standby_group(subtopology, replica)] = len(found)
     return counts
 
 
@@ -129,8 +175,14 @@ class _Member:
     member_id: str
     process_id: str
     capacity: int
-    groups: frozenset[str]  # the resource groups it declares that have resources
+    groups: frozenset[str]  # the resource groups of active tasks it declares that have resources
+    declared: frozenset[str]  # every resource group it declares
     current: frozenset[Resource]
+
+    @property
+    def process(self) -> str:
+        """Where its tasks' state lives: its process id (its own id if it gave none)."""
+        return self.process_id or f"member {self.member_id}"
 
 
 def _member(spec: AssignmentSpec, counts: Mapping[str, int]) -> _Member:
@@ -142,14 +194,21 @@ def _member(spec: AssignmentSpec, counts: Mapping[str, int]) -> _Member:
         # tasks, so it runs its share of them as a member of one thread.
         process_id, capacity = "", 1
     return _Member(
-        spec.member_id, process_id, capacity, frozenset(g for g in spec.topics if g in counts), spec.current
+        spec.member_id,
+        process_id,
+        capacity,
+        frozenset(g for g in spec.topics if g in counts),
+        frozenset(spec.topics),
+        spec.current,
     )
 
 
 def assign_tasks_sticky(
     members: Sequence[AssignmentSpec], resource_counts: Mapping[str, int]
 ) -> dict[str, list[Resource]]:
-    """The server-side assignor of streams groups: balanced by capacity, then sticky.
+    """The server-side assignor of streams groups: balanced by capacity, then sticky; standby
+    tasks, where members declare :func:`standby_group` groups, each on a process that holds
+    the task in no other form.
 
     1. **Quotas.** The tasks are shared in proportion to capacity: each member's quota is its
        exact share rounded down; the tasks left over go one each to members whose share has a
@@ -159,14 +218,24 @@ def assign_tasks_sticky(
     2. **Sticky.** Each member keeps the tasks it holds (its current target) up to its quota;
        one above its quota keeps a spread over its subtopologies and releases the rest.
     3. **Fill.** The other tasks, those of subtopologies fewer members declare first, each go
-       to the declaring member with room below its quota that has the fewest tasks per thread
-       (ties: process id, then member id). Where no declaring member has room (members declare
-       different subtopologies), to the least loaded declaring member.
+       to a member that kept a standby of it (its state is there) if one has room below its
+       quota, else to the declaring member with room below its quota that has the fewest tasks
+       per thread (ties: process id, then member id). Where no declaring member has room
+       (members declare different subtopologies), to the least loaded declaring member.
+    4. **Standbys.** Each replica of each stateful task, in replica order, goes to a member
+       declaring that replica's group whose process holds the task in no other form (neither
+       active nor another replica): its current owner if it is below its quota of standbys
+       (its share, by capacity, of all the standby resources, rounded up), else one below its
+       quota (when all have reached theirs, one of them first hands a standby it was given to a
+       member below its quota that may hold it, if it can), its current owner, one that held the
+       task in any form, then the one with the fewest standbys per thread. A replica no such
+       member can take stays without an owner.
 
     Deterministic (members are ordered by process id, then member id, whatever the input
     order); each task goes to exactly one member that declares its subtopology, and to none if
     no member declares it. A member joining a group of equal members takes its rounded-down
-    share and nothing else moves; a member leaving releases only its own tasks.
+    share of the active tasks and nothing else of them moves; a member leaving releases only
+    its own active tasks.
     ``O(T log M + M log M)`` for ``T`` tasks and ``M`` members when all declare the same
     subtopologies.
 
@@ -176,7 +245,11 @@ def assign_tasks_sticky(
     :param resource_counts: subtopology (resource group) -> partition count.
     :returns: member id -> its tasks as resources, for every member.
     """
-    counts = {name: count for name, count in resource_counts.items() if count > 0}
+    counts = {
+        name: count
+        for name, count in resource_counts.items()
+        if count > 0 and KafkaStreamsGroup.standby_of(name) is None
+    }
     ordered = sorted((_member(spec, counts) for spec in members), key=lambda m: (m.process_id, m.member_id))
     n = len(ordered)
     capacity = [m.capacity for m in ordered]
@@ -205,6 +278,17 @@ def assign_tasks_sticky(
     def load(i: int) -> float:
         return len(assigned[i]) / capacity[i]
 
+    def room(i: int) -> bool:
+        return len(assigned[i]) < quotas[i]
+
+    # The members that kept a standby of each task: its state is there.
+    warm: dict[Resource, list[int]] = {}
+    for i, m in enumerate(ordered):
+        for name, index in sorted(m.current):
+            subtopology = KafkaStreamsGroup.standby_of(name)
+            if subtopology is not None:
+                warm.setdefault((subtopology, index), []).append(i)
+
     pools: dict[tuple[int, ...], list[tuple[float, int]]] = {}
     for name in sorted(live, key=lambda g: (len(declaring[g]), g)):
         eligible = tuple(declaring[name])
@@ -217,13 +301,179 @@ def assign_tasks_sticky(
             resource = (name, index)
             if resource in taken:
                 continue
-            chosen = _least_loaded_with_room(pool, load, lambda i: len(assigned[i]) < quotas[i])
+            kept_standby = [i for i in warm.get(resource, ()) if name in ordered[i].groups and room(i)]
+            chosen = min(kept_standby, key=lambda i: (load(i), i)) if kept_standby else None
+            if chosen is None:
+                chosen = _least_loaded_with_room(pool, load, room)
             if chosen is None:
                 chosen = min(eligible, key=lambda i: (load(i), i))
             assigned[chosen].append(resource)
-            if len(assigned[chosen]) < quotas[chosen]:
+            if room(chosen) and not kept_standby:
                 heapq.heappush(pool, (load(chosen), chosen))
+    standby_counts = {
+        name: count
+        for name, count in resource_counts.items()
+        if count > 0 and KafkaStreamsGroup.standby_of(name) is not None
+    }
+    if standby_counts:
+        _place_standbys(ordered, assigned, standby_counts)
     return {m.member_id: assigned[i] for i, m in enumerate(ordered)}
+
+
+def _place_standbys(
+    ordered: list[_Member], assigned: list[list[Resource]], counts: Mapping[str, int]
+) -> None:
+    """Step 4 of :func:`assign_tasks_sticky`: adds each member's standby resources to
+    ``assigned`` (which holds its active ones).
+
+    Two passes over the standby resources (by subtopology, partition, then replica): the first
+    keeps each with its current owner while that is allowed and below its quota; the second
+    places the rest. A resource whose allowed members have all reached their quota first tries
+    to make room: one of them hands a standby it was given to a member below its quota that
+    may hold it, and takes this one instead. Then each task's earliest replicas are the ones
+    with owners, and what is still without an owner is tried again while that places any."""
+    placement = _Standbys(ordered, assigned, counts)
+    left = []
+    for resource in placement.resources:
+        keep = placement.owner.get(resource)
+        if keep is not None and placement.allowed(keep, resource) and not placement.full(keep):
+            placement.give(keep, resource)
+        else:
+            left.append(resource)
+    for resource in left:
+        placement.place(resource)
+    placement.lowest_replicas_first()
+    # A standby moved to make room frees its task on one process: a replica that found no
+    # member before may find one now.
+    while any(placement.place(r) is not None for r in placement.unplaced()):
+        pass
+    for i, resources in enumerate(placement.given):
+        assigned[i].extend(resources)
+
+
+class _Standbys:
+    """The state of :func:`_place_standbys`."""
+
+    def __init__(
+        self, ordered: list[_Member], assigned: list[list[Resource]], counts: Mapping[str, int]
+    ) -> None:
+        n = len(ordered)
+        self.ordered = ordered
+        replica = {group: _replica(group) for group in counts}
+        self.subtopology = {group: KafkaStreamsGroup.standby_of(group) or "" for group in counts}
+        self.resources = sorted(
+            ((group, index) for group, count in counts.items() for index in range(count)),
+            key=lambda r: (self.subtopology[r[0]], r[1], replica[r[0]], r[0]),
+        )
+        self.declaring = {group: {i for i in range(n) if group in ordered[i].declared} for group in counts}
+        # task -> the processes that hold it in some form: its active's, then each replica's.
+        self.used: dict[Resource, set[str]] = {}
+        for i in range(n):
+            for task in assigned[i]:
+                self.used[task] = {ordered[i].process}
+        self.owner: dict[Resource, int] = {}  # each standby's current owner, first in member order
+        self.held_before: dict[Resource, set[int]] = {}  # task -> members that held it in any form
+        for i, m in enumerate(ordered):
+            for name, index in sorted(m.current):
+                subtopology = KafkaStreamsGroup.standby_of(name)
+                if subtopology is not None and 0 <= index < counts.get(name, 0):
+                    self.owner.setdefault((name, index), i)
+                task = (name if subtopology is None else subtopology, index)
+                self.held_before.setdefault(task, set()).add(i)
+        threads = sum(m.capacity for m in ordered if m.declared & counts.keys())
+        total = sum(counts.values())
+        self.quota = [-(-total * m.capacity // threads) if threads else 0 for m in ordered]
+        self.given: list[list[Resource]] = [[] for _ in range(n)]
+
+    def task(self, resource: Resource) -> Resource:
+        return (self.subtopology[resource[0]], resource[1])
+
+    def allowed(self, i: int, resource: Resource) -> bool:
+        return i in self.declaring[resource[0]] and self.ordered[i].process not in self.used.get(
+            self.task(resource), ()
+        )
+
+    def full(self, i: int) -> bool:
+        return len(self.given[i]) >= self.quota[i]
+
+    def give(self, i: int, resource: Resource) -> None:
+        self.given[i].append(resource)
+        self.used.setdefault(self.task(resource), set()).add(self.ordered[i].process)
+
+    def take_back(self, i: int, resource: Resource) -> None:
+        self.given[i].remove(resource)
+        self.used[self.task(resource)].discard(self.ordered[i].process)
+
+    def place(self, resource: Resource) -> int | None:
+        """Gives ``resource`` to a member; which, or None if none may hold it."""
+        valid = [i for i in range(len(self.ordered)) if self.allowed(i, resource)]
+        if not valid:
+            return None  # every process that may hold it holds its task already
+        if all(self.full(i) for i in valid):
+            made_room = self._make_room(valid, resource)
+            if made_room is not None:
+                return made_room
+        warm = self.held_before.get(self.task(resource), set())
+        keep = self.owner.get(resource)
+        chosen = min(
+            valid,
+            key=lambda i: (
+                self.full(i),
+                i != keep,
+                i not in warm,
+                len(self.given[i]) / self.ordered[i].capacity,
+                i,
+            ),
+        )
+        self.give(chosen, resource)
+        return chosen
+
+    def unplaced(self) -> list[Resource]:
+        owned = {resource for resources in self.given for resource in resources}
+        return [resource for resource in self.resources if resource not in owned]
+
+    def lowest_replicas_first(self) -> None:
+        """Where a replica of a task has no owner and a later replica of it has one that may
+        hold the earlier, that owner holds the earlier instead: replicas of one task are alike,
+        and this way a settled group's standbys stay where they are when computed again."""
+        owners = {resource: i for i, resources in enumerate(self.given) for resource in resources}
+        by_task: dict[Resource, list[Resource]] = {}
+        for resource in self.resources:
+            by_task.setdefault(self.task(resource), []).append(resource)
+        for replicas in by_task.values():
+            for k, free in enumerate(replicas):
+                if free in owners:
+                    continue
+                taken = [r for r in replicas[k + 1 :] if r in owners]
+                later = next((r for r in taken if owners[r] in self.declaring[free[0]]), None)
+                if later is not None:
+                    i = owners.pop(later)
+                    self.given[i][self.given[i].index(later)] = free
+                    owners[free] = i
+                    placed = self.place(later)  # somebody else may hold that one
+                    if placed is not None:
+                        owners[later] = placed
+
+    def _make_room(self, valid: list[int], resource: Resource) -> int | None:
+        """One of ``valid`` (all full) hands a standby to a member below its quota that may
+        hold it and takes ``resource``: which, or None if none can."""
+        for i in valid:
+            for other in list(self.given[i]):
+                self.take_back(i, other)
+                taker = next(
+                    (
+                        j
+                        for j in range(len(self.ordered))
+                        if j != i and not self.full(j) and self.allowed(j, other)
+                    ),
+                    None,
+                )
+                if taker is not None:
+                    self.give(taker, other)
+                    self.give(i, resource)
+                    return i
+                self.give(i, other)  # (at the end of its list: it is looked at once)
+        return None
 
 
 def _quotas(total: int, capacity: list[int], takes: list[bool], held: list[int]) -> list[int]:

@@ -17,7 +17,7 @@ from coordinator_api import (
     PluginRegistry,
     installed_plugins,
 )
-from coordinator_streams._incremental import encode_member_metadata, resource_counts, task_of
+from coordinator_streams._incremental import encode_member_metadata, resource_counts, tasks_of
 from coordinator_streams._model import (
     AssignmentConfig,
     ClientState,
@@ -82,27 +82,29 @@ class StreamsGroupMember(Coordinator):
     up to their share) computes the target, and the member gets ``on_tasks_revoked`` for the
     active tasks it gives up and then ``on_tasks_assigned`` with its new assignment; a task moves
     to its new owner only once its previous owner has returned from ``on_tasks_revoked``. Members
-    that keep their tasks see no callback at all. Only **active** tasks take part (standbys only
-    in a streams group on Kafka, below): no warmups, no lags (as Apache Kafka 4.2's streams
-    groups, without warmups), so ``config``, ``assignor``, ``client_tags`` (but in a streams group
-    on Kafka, below) and ``task_lags`` are not used, there are no probing rebalances, and a task
-    that moves restores its state on its new owner. Each subtopology's partitions must be ``0 ..
-    n-1``, and every member of the group must declare the same topology and ask for the same
-    protocol. On a Kafka cluster (Apache Kafka 4.2 or later) a member that names each
+    that keep their tasks see no callback at all. With ``config.num_standby_replicas`` the member
+    also declares that many resource groups of standby tasks per stateful subtopology
+    (:func:`~coordinator_streams.standby_group`), and the assignor keeps each replica of each
+    stateful task on a process that holds the task in no other form: standby tasks come in
+    ``on_tasks_assigned`` (``MemberTasks.standby``) and go without ``on_tasks_revoked``, and a
+    task this member kept a standby of becomes active here only once it has said the standby is
+    gone. There are no warmups and no lags (as in Apache Kafka's streams groups), so ``assignor``,
+    ``client_tags`` (but in a streams group on Kafka, below), ``task_lags`` and ``config`` but its
+    ``num_standby_replicas`` are not used, there are no probing rebalances, and a task that moves
+    to a member without its standby restores its state there. Each subtopology's partitions must
+    be ``0 .. n-1``, and every member of the group must declare the same topology and ask for the
+    same protocol. On a Kafka cluster (Apache Kafka 4.2 or later) a member that names each
     subtopology's ``source_topics`` joins a **streams group of KIP-1071** instead, speaking
     Kafka's StreamsGroupHeartbeat: the broker counts each subtopology's tasks from its source
     topics' partitions (so the declared tasks must match them) and assigns the active tasks with
     its own assignor, each member counting as one thread (``capacity`` and ``server_assignor`` are
     not used there; ``client_tags`` are its client tags). There the subtopologies given
-    ``changelog_topics`` are stateful, and the broker also places **standby** tasks of them when
-    the group's ``streams.num.standby.replicas`` (a group config on the broker) asks for them,
-    each on another process than the task's active one: they come in ``on_tasks_assigned``
-    (``MemberTasks.standby``) and go without ``on_tasks_revoked``, and a standby task becomes
-    active on this member only after a heartbeat has said it is gone. A static member
-    (``group_instance_id``) cannot, as Kafka's streams groups have no static members yet. Where
-    the coordinator serves neither, the member logs a warning and speaks the classic protocol as
-    described above, with all of the above settings; :attr:`group_protocol` then reads
-    ``"classic"``.
+    ``changelog_topics`` are stateful, and the broker places standby tasks of them when the
+    group's ``streams.num.standby.replicas`` (a group config on the broker, not the member's
+    ``config``) asks for them, in the same way. A static member (``group_instance_id``) cannot, as
+    Kafka's streams groups have no static members yet. Where the coordinator serves neither, the
+    member logs a warning and speaks the classic protocol as described above, with all of the
+    above settings; :attr:`group_protocol` then reads ``"classic"``.
 
     :param process_id: a stable id of this instance (survives restarts, like its state
         directory).
@@ -110,7 +112,8 @@ class StreamsGroupMember(Coordinator):
     :param capacity: threads; load is balanced in proportion to it.
     :param rack: where the instance runs, for rack-aware standbys.
     :param client_tags: placement tags, see ``AssignmentConfig.rack_aware_assignment_tags``.
-    :param config: the assignor's settings.
+    :param config: the assignor's settings (with the incremental protocol, on a coordinator
+        that serves GroupHeartbeat, only ``num_standby_replicas``).
     :param assignor: ``high-availability`` (default), ``eager-sticky``, or an assignor another
         plugin registers for protocol type ``streams``.
     :param task_lags: called on the application thread whenever the member builds its metadata
@@ -181,10 +184,13 @@ class StreamsGroupMember(Coordinator):
             raise ConfigurationError(f"group {group_id!r}: tasks must be a non-empty list of Task values")
         if len({t.id for t in self._tasks}) != len(self._tasks):
             raise ConfigurationError(f"group {group_id!r}: a task is declared twice")
+        self._config = config or AssignmentConfig()
         # The tasks as the coordinator's resources (checked now, used only if the member speaks
-        # the incremental protocol).
+        # the incremental protocol), with a resource group per replica of the stateful
+        # subtopologies' standbys (a coordinator serving GroupHeartbeat places them).
+        standbys = self._config.num_standby_replicas
         try:
-            self._resources = resource_counts(self._tasks) if incremental else {}
+            self._resources = resource_counts(self._tasks, standbys) if incremental else {}
         except TaskAssignmentError as exc:
             raise TaskAssignmentError(f"group {group_id!r}: {exc}") from None
         self._server_assignor = server_assignor
@@ -195,7 +201,6 @@ class StreamsGroupMember(Coordinator):
         self._capacity = capacity
         self._rack = rack
         self._client_tags = dict(client_tags or {})
-        self._config = config or AssignmentConfig()
         self._assignor_name = assignor
         self._task_lags = task_lags
         self._assigned_cb = on_tasks_assigned
@@ -331,8 +336,8 @@ class StreamsGroupMember(Coordinator):
         revoked: frozenset[tuple[str, int]],
         assigned: frozenset[tuple[str, int]],
     ) -> None:
-        gone, gone_standby = _tasks_of(revoked)
-        new, new_standby = _tasks_of(assigned)
+        gone, gone_standby = tasks_of(revoked)
+        new, new_standby = tasks_of(assigned)
         undeclared = (new | new_standby) - {t.id for t in self._tasks}
         if undeclared:  # Kafka counts a streams group's tasks from its source topics' partitions
             log.warning(
@@ -369,8 +374,8 @@ class StreamsGroupMember(Coordinator):
     # --- the application's view ---------------------------------------------------------------------
 
     def tasks(self) -> MemberTasks:
-        """This member's current active, standby and warmup tasks (with the incremental
-        protocol: active tasks, and standby tasks in a streams group on Kafka)."""
+        """This member's current active, standby and warmup tasks (no warmups with the
+        incremental protocol)."""
         with self._lock:
             return self._current
 
@@ -418,16 +423,3 @@ class StreamsGroupMember(Coordinator):
                     f"got {task!r}: {lag!r}"
                 )
         return lags
-
-
-def _tasks_of(resources: frozenset[tuple[str, int]]) -> tuple[frozenset[TaskId], frozenset[TaskId]]:
-    """Active and standby tasks (a streams group's standby tasks come as resources of their
-    subtopology's :attr:`~coordinator_api.KafkaStreamsGroup.STANDBY` group)."""
-    active: set[TaskId] = set()
-    standby: set[TaskId] = set()
-    for name, index in resources:
-        if name.endswith(KafkaStreamsGroup.STANDBY):
-            standby.add(task_of((name.removesuffix(KafkaStreamsGroup.STANDBY), index)))
-        else:
-            active.add(task_of((name, index)))
-    return frozenset(active), frozenset(standby)

@@ -31,6 +31,7 @@ from coordinator_streams import (
     TaskId,
     assign_tasks_sticky,
     encode_member_metadata,
+    standby_group,
 )
 from coordinator_streams import _incremental as incremental
 from hypothesis import given, settings
@@ -211,6 +212,85 @@ def test_a_member_joining_or_leaving_moves_only_its_own_share(
         assert m.current <= after[m.member_id]
 
 
+@st.composite
+def groups_with_standbys(draw: st.DrawFn) -> tuple[list[AssignmentSpec], dict[str, int], dict[str, str]]:
+    """Members, some sharing a process, declaring active groups and one or two replicas of the
+    stateful subtopologies' standby groups (not always all of them), claiming any resource."""
+    counts = draw(counts_st)
+    stateful = draw(st.lists(st.sampled_from(sorted(counts)), unique=True))
+    replicas = draw(st.integers(1, 2))
+    counts |= {standby_group(g, r): counts[g] for g in stateful for r in range(1, replicas + 1)}
+    names = sorted(counts)
+    claims = st.tuples(st.sampled_from(names), st.integers(0, 12))
+    n = draw(st.integers(1, 6))
+    process = {f"m{i}": f"p{draw(st.integers(0, n - 1))}" for i in range(n)}
+    members = []
+    for member_id in sorted(process):
+        declared = draw(st.one_of(st.just(names), st.lists(st.sampled_from(names), unique=True)))
+        metadata = encode_member_metadata(process[member_id], draw(st.integers(1, 3)))
+        current = draw(st.lists(claims, max_size=12))
+        members.append(spec(member_id, current=current, topics=declared, metadata=metadata))
+    return members, counts, process
+
+
+@settings(max_examples=300, deadline=None)
+@given(groups_with_standbys(), st.randoms(use_true_random=False))
+def test_standbys_go_to_processes_that_hold_their_task_in_no_other_form(
+    group: tuple[list[AssignmentSpec], dict[str, int], dict[str, str]], rnd: random.Random
+) -> None:
+    members, counts, process = group
+    result = assign_tasks_sticky(members, counts)
+    given_out = [r for tasks in result.values() for r in tasks]
+    assert len(given_out) == len(set(given_out))  # one owner per resource, standbys included
+    declared = {m.member_id: m.topics for m in members}
+    holders: dict[tuple[str, int], list[str]] = {}  # task -> the processes holding it, any form
+    for member, resources in result.items():
+        for name, index in resources:
+            assert name in declared[member] and 0 <= index < counts[name]
+            task = (KafkaStreamsGroup.standby_of(name) or name, index)
+            holders.setdefault(task, []).append(process[member])
+    for task, processes in holders.items():
+        assert len(processes) == len(set(processes)), (task, processes)  # never twice on one process
+    for name, count in counts.items():  # a replica goes unplaced only where no process may take it
+        subtopology = KafkaStreamsGroup.standby_of(name)
+        for index in range(count):
+            if subtopology is not None and (name, index) not in given_out:
+                taken = holders.get((subtopology, index), [])
+                assert all(process[m.member_id] in taken for m in members if name in m.topics)
+    # The active tasks are those the assignor gives without standbys, as long as nobody kept a
+    # standby (a member that kept one is first in line for its task).
+    if not any(KafkaStreamsGroup.standby_of(name) for m in members for name, _ in m.current):
+        actives = {n: c for n, c in counts.items() if KafkaStreamsGroup.standby_of(n) is None}
+        alone = as_sets(assign_tasks_sticky(members, actives))
+        assert {m: {r for r in rs if r[0] in actives} for m, rs in as_sets(result).items()} == alone
+    shuffled = list(members)
+    rnd.shuffle(shuffled)
+    assert as_sets(assign_tasks_sticky(shuffled, counts)) == as_sets(result)
+    if any(m.topics != frozenset(counts) for m in members):
+        return  # (members declaring different groups: their active tasks may still move)
+    # A settled group stays as it is.
+    again = [
+        AssignmentSpec(
+            member_id=m.member_id, instance_id=None, rack=None, topics=m.topics,
+            current=frozenset(result[m.member_id]), metadata=m.metadata,
+        )
+        for m in members
+    ]  # fmt: skip
+    assert as_sets(assign_tasks_sticky(again, counts)) == as_sets(result)
+
+
+def test_a_task_whose_member_left_goes_to_the_member_that_kept_its_standby() -> None:
+    counts = {"0": 4, standby_group(0): 4}
+    names = sorted(counts)
+    settled = assign_tasks_sticky([spec(m, topics=names) for m in ("a", "b", "c")], counts)
+    rest = [spec(m, current=settled[m], topics=names) for m in ("b", "c")]
+    after = assign_tasks_sticky(rest, counts)
+    for name, index in settled["a"]:
+        if name == "0":  # a's active task: now the active task of whoever kept its standby
+            (kept_by,) = [m for m in ("b", "c") if (standby_group(0), index) in settled[m]]
+            assert ("0", index) in after[kept_by], (settled, after)
+
+
 def test_the_plugin_registers_the_server_assignor_and_its_examples_hold() -> None:
     assert PluginRegistry.load().server_assignors.of("streams") == SERVER_ASSIGNORS
     assert SERVER_ASSIGNORS["sticky"] is assign_tasks_sticky
@@ -247,8 +327,8 @@ def test_incremental_settings_are_checked_when_the_member_is_made() -> None:
         )
     with pytest.raises(ConfigurationError, match="subtopology '3' has changelog topics but no source"):
         KafkaStreamsGroup(source_topics={"0": ("a",)}, process_id="p", changelog_topics={"3": ("c",)})
-    with pytest.raises(ConfigurationError, match="'0/standby': an id ending with '/standby' names standby"):
-        KafkaStreamsGroup(source_topics={"0/standby": ("a",)}, process_id="p")
+    with pytest.raises(ConfigurationError, match="'0/standby2': an id with '/standby' names standby"):
+        KafkaStreamsGroup(source_topics={"0/standby2": ("a",)}, process_id="p")
     StreamsGroupMember(
         "g", "127.0.0.1:1", **incremental, source_topics=SOURCE_TOPICS, changelog_topics=CHANGELOG_TOPICS
     ).close()
@@ -264,7 +344,9 @@ def test_streams_group_heartbeats_declare_changelogs_and_carry_standby_tasks() -
         process_id="p",
         changelog_topics={"0": ("app-counts-changelog",)},
     )
-    subscription = GroupSubscription(resources={"0": 2, "1": 2}, kafka_streams=streams)
+    # (A standby group, as a member with num_standby_replicas declares for GroupHeartbeat: on
+    # Kafka the group's config decides.)
+    subscription = GroupSubscription(resources={"0": 2, "1": 2, "0/standby": 2}, kafka_streams=streams)
     settings = IncrementalSettings(
         group_id="app", member_id="m", group_instance_id=None, session_timeout_ms=45_000,
         heartbeat_interval_ms=5_000, rebalance_timeout_ms=60_000, max_poll_interval_ms=300_000,
@@ -543,7 +625,7 @@ def test_incremental_mode_has_no_lags_warmups_or_probing_rebalances(
         asked.append("lags")
         return {}
 
-    config = AssignmentConfig(num_standby_replicas=1, max_warmup_replicas=4, probing_rebalance_interval_ms=1)
+    config = AssignmentConfig(max_warmup_replicas=4, probing_rebalance_interval_ms=1)
     members = [
         ledger.member(
             embedded.bootstrap_servers, name, config=config, task_lags=lags, warmup_check_interval_ms=1
@@ -562,6 +644,63 @@ def test_incremental_mode_has_no_lags_warmups_or_probing_rebalances(
         assert all(m.tasks() == MemberTasks(m.tasks().active) for m in members)
     finally:
         for member in members:
+            member.close()
+
+
+STATEFUL = frozenset(t.id for t in TASKS if t.stateful)
+
+
+def standbys_placed(
+    members: Sequence[StreamsGroupMember], ledger: Ledger, most: int = len(STATEFUL)
+) -> Callable[[], bool]:
+    """Balanced, and every stateful task has one standby, on another member than its active;
+    no member keeps more than ``most``."""
+    is_balanced = balanced(members, ledger)
+
+    def done() -> bool:
+        # (The ledger checks that none is active on the member too.)
+        standbys = sorted(t for m in members for t in m.tasks().standby)
+        kept = max(len(m.tasks().standby) for m in members)
+        return is_balanced() and standbys == sorted(STATEFUL) and kept <= most
+
+    return done
+
+
+def assert_standbys_became_active(
+    ledger: Ledger, name: str, since: float, standby: frozenset[TaskId]
+) -> None:
+    """``name`` ran each of ``standby`` after ``since``, once it had stopped keeping it as a
+    standby (never both at once)."""
+    assert standby <= ledger.since(since, name, "assigned"), ledger.timeline(since)
+    for task in standby:
+        steps = [(k, task in ts) for at, who, k, ts in ledger.calls if who == name and at >= since]
+        assert steps.index(("standby", False)) < steps.index(("assigned", True)), ledger.timeline(since)
+
+
+def test_standby_tasks_on_the_embedded_coordinator(embedded: EmbeddedCoordinator, ledger: Ledger) -> None:
+    """With ``num_standby_replicas=1`` the coordinator keeps a standby of every stateful task on
+    another member than the one running it, three members and then two; when one of two
+    closes, the other runs the tasks it kept standbys of, each once the standby was dropped."""
+    config = AssignmentConfig(num_standby_replicas=1)
+    members = {
+        name: ledger.member(embedded.bootstrap_servers, name, config=config, group="orders-standbys")
+        for name in ("a", "b", "c")
+    }
+    try:
+        # Each keeps at most its share of the 12 standbys (one thread each).
+        settle(list(members.values()), standbys_placed(list(members.values()), ledger, most=4), ledger)
+        members.pop("c").close()
+        pair = list(members.values())
+        settle(pair, standbys_placed(pair, ledger), ledger)
+        kept = members["a"].tasks().standby
+        t_close = ledger.now()
+        members.pop("b").close()
+        alone = members["a"]
+        settle([alone], lambda: alone.tasks() == MemberTasks(ALL), ledger)
+        assert_standbys_became_active(ledger, "a", t_close, kept)
+        print(f"\nb closes at 0 s:\n{ledger.timeline(t_close)}")
+    finally:
+        for member in members.values():
             member.close()
 
 
@@ -749,7 +888,6 @@ def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, 
             "streams.num.standby.replicas": 1,
         },
     )
-    stateful = frozenset(t.id for t in TASKS if t.stateful)
     options: dict[str, Any] = {
         "group": group,
         "source_topics": source,
@@ -759,13 +897,7 @@ def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, 
     members = {name: ledger.member(kafka.bootstrap_servers, name, **options) for name in ("a", "b")}
     try:
         pair = list(members.values())
-        is_balanced = balanced(pair, ledger)
-
-        def standbys_placed() -> bool:  # each keeps a standby of every stateful task the other runs
-            a, b = (m.tasks() for m in pair)
-            return is_balanced() and a.standby == b.active & stateful and b.standby == a.active & stateful
-
-        settle(pair, standbys_placed, ledger, timeout=60)
+        settle(pair, standbys_placed(pair, ledger), ledger, timeout=60)
         assert all(m.group_protocol == "incremental" for m in pair)
         # The broker created each changelog with as many partitions as its subtopology's tasks.
         consumer = KafkaConsumer(bootstrap_servers=kafka.bootstrap_servers)
@@ -785,17 +917,13 @@ def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, 
             for m in pair
         }
 
-        standby_of_a = members["a"].tasks().standby
+        kept = members["a"].tasks().standby
         t_close = ledger.now()
         members.pop("b").close()
         alone = members["a"]
         settle([alone], lambda: alone.tasks() == MemberTasks(ALL), ledger, timeout=60)
-        # It ran what it had kept standbys of (one process: no standby can be placed now), each
-        # only after it had stopped keeping the standby.
-        assert standby_of_a <= ledger.since(t_close, "a", "assigned")
-        for task in standby_of_a:
-            steps = [(k, task in ts) for at, who, k, ts in ledger.calls if who == "a" and at >= t_close]
-            assert steps.index(("standby", False)) < steps.index(("assigned", True)), ledger.timeline()
+        # It runs what it had kept standbys of (one process: no standby can be placed now).
+        assert_standbys_became_active(ledger, "a", t_close, kept)
         print(f"\nb closes at 0 s:\n{ledger.timeline(t_close)}")
     finally:
         for member in members.values():
