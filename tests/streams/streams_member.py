@@ -6,7 +6,8 @@ whose changelogs hold ``--records`` records each, restored at ``--restore-rate``
 second. It prints one JSON line per event: ``assigned`` (with ``owned``, the active tasks, and
 the lag each newly assigned active had when it arrived), ``revoked``, ``lost``, ``running`` (the
 active tasks it processes, whenever that set changes) and ``rejoin``. SIGTERM closes it.
-With ``--source-topics PREFIX`` it asks for the incremental protocol instead, subtopology ``s``
+With ``--group-protocol incremental`` it asks for the incremental protocol instead (its reports
+say which standby tasks it keeps), and with ``--source-topics PREFIX`` too, subtopology ``s``
 reading topic ``PREFIX-s``: on a Kafka cluster, a streams group of KIP-1071.
 """
 
@@ -60,9 +61,12 @@ def main() -> None:
     parser.add_argument("--probe-ms", type=int, default=1_500)
     parser.add_argument("--session-ms", type=int, default=3_000)
     parser.add_argument("--heartbeat-ms", type=int, default=300)
+    parser.add_argument("--group-protocol", default="classic", choices=["classic", "incremental"])
     parser.add_argument("--source-topics", default=None, help="PREFIX: the incremental protocol")
     args = parser.parse_args()
     incremental: dict[str, Any] = {}
+    if args.group_protocol == "incremental":
+        incremental = {"group_protocol": "incremental"}
     if args.source_topics is not None:
         topics = {s: [f"{args.source_topics}-{s}"] for s in range(args.subtopologies)}
         incremental = {"group_protocol": "incremental", "source_topics": topics}

@@ -1,5 +1,6 @@
 """End to end: four real member processes on the embedded coordinator, one joining late; three
-in a streams group of KIP-1071 on Apache Kafka, one killed."""
+on the incremental protocol with standbys, one killed; three in a streams group of KIP-1071 on
+Apache Kafka, one killed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from member_processes import MemberProcess, running_members, wait_for
 
-from coordinator_api import EmbeddedCoordinator
+from coordinator_api import CoordinatorConfig, EmbeddedCoordinator
 from coordinator_api.testing import KafkaCluster
 
 STREAMS_MEMBER = Path(__file__).parent / "streams_member.py"
@@ -63,6 +64,9 @@ def timeline(members: list[MemberProcess], since: float) -> str:
             if r["event"] == "assigned":
                 what = f"active {' '.join(r['owned']) or '-'}"
                 what += f"; warmup {' '.join(r['warmup'])}" if r["warmup"] else ""
+                what += f"; standby {' '.join(r['standby'])}" if r["standby"] else ""
+                lags = [f"{task} {lag}" for task, lag in r["added_lags"].items() if lag is not None]
+                what += f"; records behind on arrival: {', '.join(lags)}" if lags and r["standby"] else ""
                 what += f" (generation {r['generation']})"
             else:
                 what = f"revoked {' '.join(r['tasks'])}"
@@ -106,6 +110,71 @@ def test_a_fourth_member_warms_up_before_it_takes_over(coordinator: EmbeddedCoor
         )
         assert handed_over == running(late), diagnostics
         print(f"\nstreams scale-out timeline (d joins at 0 s):\n{timeline(members, joined_at)}")
+
+
+def test_incremental_standbys_take_over_a_killed_members_tasks_caught_up() -> None:
+    """The incremental protocol on the embedded coordinator, one standby per task: c is
+    SIGKILLed, and after its session a and b run its tasks; those that go to the member that
+    kept their standby arrive caught up (its copy of the store was restored meanwhile), and
+    nobody runs a task twice."""
+    config = CoordinatorConfig(
+        initial_rebalance_delay_ms=0,
+        min_session_timeout_ms=500,
+        consumer_group_session_timeout_ms=3000,  # the members' own session (their leases)
+        consumer_group_heartbeat_interval_ms=300,
+    )
+    with EmbeddedCoordinator(config=config) as coordinator:
+        members = [
+            MemberProcess(
+                "",
+                coordinator.bootstrap_servers,
+                name,
+                script=STREAMS_MEMBER,
+                **OPTIONS,
+                group="streams-incremental-standbys",
+                group_protocol="incremental",
+                standbys=1,
+            )
+            for name in ("a", "b", "c")
+        ]
+        with running_members(members):
+
+            def everything() -> frozenset[str]:
+                return frozenset().union(*(m.owned for m in members))
+
+            def placed() -> bool:
+                standbys = sorted(t for m in members for t in standby(m))
+                return [len(m.owned) for m in members] == [4] * 3 and standbys == sorted(everything())
+
+            wait_for(placed, 20, "three members running 4 tasks each, each task with a standby elsewhere")
+            time.sleep(1.5 * OPTIONS["records"] / OPTIONS["restore_rate"])  # the standbys restore
+            a, b, c = members
+            tasks, kept = everything(), {m.name: standby(m) for m in (a, b)}
+            killed_at = time.time()
+            c.kill()
+            wait_for(lambda: a.owned | b.owned == tasks, 30, "a and b running c's tasks too")
+            diagnostics = "\n".join(f"{m.name}: {m.reports}\n{m.stderr_text()[-2000:]}" for m in members)
+            assert overlaps(members) == [], diagnostics
+            arrived = [
+                (member.name, task, lag)
+                for member in (a, b)
+                for report in member.events("assigned")
+                if report["t"] > killed_at
+                for task, lag in report["added_lags"].items()
+            ]
+            # Where a standby was kept its task arrives caught up; each of a and b has room for
+            # two more tasks, so at least two of c's four go to their standbys.
+            warm = [(name, task, lag) for name, task, lag in arrived if task in kept[name]]
+            caught_up = OPTIONS["acceptable_lag"]
+            assert all(lag is not None and lag <= caught_up for _, _, lag in warm), diagnostics
+            assert len(warm) >= 2, diagnostics
+            print(f"\nincremental with standbys, c killed at 0 s:\n{timeline(members, killed_at)}")
+
+
+def standby(member: MemberProcess) -> frozenset[str]:
+    """The standby tasks it said it keeps last."""
+    assigned = member.events("assigned")
+    return frozenset(assigned[-1]["standby"]) if assigned else frozenset()
 
 
 def test_on_kafka_a_streams_group_of_kip_1071_outlives_a_killed_member(kafka: KafkaCluster) -> None:
