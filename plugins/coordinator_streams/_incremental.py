@@ -384,6 +384,19 @@ class _Standbys:
         total = sum(counts.values())
         self.quota = [-(-total * m.capacity // threads) if threads else 0 for m in ordered]
         self.given: list[list[Resource]] = [[] for _ in range(n)]
+        # For each set of members declaring a group, those below their quota by standbys per
+        # thread (entries refreshed lazily, as the active tasks' pools), and each member's pools.
+        self.pools: dict[str, list[tuple[float, int]]] = {}
+        self.pools_of: list[list[list[tuple[float, int]]]] = [[] for _ in range(n)]
+        shared: dict[frozenset[int], list[tuple[float, int]]] = {}
+        for group, members in self.declaring.items():
+            pool = shared.get(frozenset(members))
+            if pool is None:
+                pool = shared[frozenset(members)] = [(0.0, i) for i in sorted(members) if self.quota[i] > 0]
+                heapq.heapify(pool)
+                for i in members:
+                    self.pools_of[i].append(pool)
+            self.pools[group] = pool
 
     def task(self, resource: Resource) -> Resource:
         return (self.subtopology[resource[0]], resource[1])
@@ -396,6 +409,9 @@ class _Standbys:
     def full(self, i: int) -> bool:
         return len(self.given[i]) >= self.quota[i]
 
+    def load(self, i: int) -> float:
+        return len(self.given[i]) / self.ordered[i].capacity
+
     def give(self, i: int, resource: Resource) -> None:
         self.given[i].append(resource)
         self.used.setdefault(self.task(resource), set()).add(self.ordered[i].process)
@@ -403,29 +419,53 @@ class _Standbys:
     def take_back(self, i: int, resource: Resource) -> None:
         self.given[i].remove(resource)
         self.used[self.task(resource)].discard(self.ordered[i].process)
+        for pool in self.pools_of[i]:  # below its quota again
+            heapq.heappush(pool, (self.load(i), i))
 
     def place(self, resource: Resource) -> int | None:
-        """Gives ``resource`` to a member; which, or None if none may hold it."""
-        valid = [i for i in range(len(self.ordered)) if self.allowed(i, resource)]
-        if not valid:
-            return None  # every process that may hold it holds its task already
-        if all(self.full(i) for i in valid):
+        """Gives ``resource`` to a member; which, or None if none may hold it. Among those that
+        may: one below its quota (else one makes room, if it can), its current owner, one that
+        held the task in any form, then the fewest standbys per thread."""
+        keep = self.owner.get(resource)
+        warm = self.held_before.get(self.task(resource), set())
+        known = warm if keep is None else warm | {keep}
+        first = [i for i in sorted(known) if self.allowed(i, resource) and not self.full(i)]
+        chosen = min(first, key=lambda i: (i != keep, self.load(i), i)) if first else None
+        if chosen is None:
+            chosen = self._least_loaded_below_quota(resource)
+        if chosen is None:
+            valid = [i for i in sorted(self.declaring[resource[0]]) if self.allowed(i, resource)]
+            if not valid:
+                return None  # every process that may hold it holds its task already
             made_room = self._make_room(valid, resource)
             if made_room is not None:
                 return made_room
-        warm = self.held_before.get(self.task(resource), set())
-        keep = self.owner.get(resource)
-        chosen = min(
-            valid,
-            key=lambda i: (
-                self.full(i),
-                i != keep,
-                i not in warm,
-                len(self.given[i]) / self.ordered[i].capacity,
-                i,
-            ),
-        )
+            chosen = min(valid, key=lambda i: (i != keep, i not in warm, self.load(i), i))
         self.give(chosen, resource)
+        return chosen
+
+    def _least_loaded_below_quota(self, resource: Resource) -> int | None:
+        """The member below its quota with the fewest standbys per thread (then the first in
+        member order) that may hold ``resource``, or None."""
+        pool = self.pools[resource[0]]
+        passed: list[tuple[float, int]] = []  # may not hold this one: back into the pool after
+        chosen = None
+        while pool:
+            queued, i = pool[0]
+            if self.full(i):
+                heapq.heappop(pool)
+                continue
+            if queued != self.load(i):
+                heapq.heapreplace(pool, (self.load(i), i))
+                continue
+            entry = heapq.heappop(pool)
+            if self.allowed(i, resource):
+                chosen = i
+                passed.append((self.load(i) + 1 / self.ordered[i].capacity, i))
+                break
+            passed.append(entry)
+        for entry in passed:
+            heapq.heappush(pool, entry)
         return chosen
 
     def unplaced(self) -> list[Resource]:
