@@ -281,13 +281,23 @@ def assign_tasks_sticky(
     def room(i: int) -> bool:
         return len(assigned[i]) < quotas[i]
 
-    # The members that kept a standby of each task: its state is there.
+    # Who held each task before, in any form, and who kept a standby of it (its state is there):
+    # the members in member order; and each standby resource's current owners.
+    standby_of = {name: KafkaStreamsGroup.standby_of(name) for name in resource_counts}
+    held_before: dict[Resource, list[int]] = {}
     warm: dict[Resource, list[int]] = {}
+    owners: dict[Resource, list[int]] = {}
     for i, m in enumerate(ordered):
         for name, index in sorted(m.current):
-            subtopology = KafkaStreamsGroup.standby_of(name)
-            if subtopology is not None:
+            if name not in standby_of:
+                standby_of[name] = KafkaStreamsGroup.standby_of(name)
+            subtopology = standby_of[name]
+            if subtopology is None:
+                held_before.setdefault((name, index), []).append(i)
+            else:
+                held_before.setdefault((subtopology, index), []).append(i)
                 warm.setdefault((subtopology, index), []).append(i)
+                owners.setdefault((name, index), []).append(i)
 
     pools: dict[tuple[int, ...], list[tuple[float, int]]] = {}
     for name in sorted(live, key=lambda g: (len(declaring[g]), g)):
@@ -316,15 +326,13 @@ def assign_tasks_sticky(
         if count > 0 and KafkaStreamsGroup.standby_of(name) is not None
     }
     if standby_counts:
-        _place_standbys(ordered, assigned, standby_counts)
+        _place_standbys(_Standbys(ordered, assigned, standby_counts, held_before, owners))
     return {m.member_id: assigned[i] for i, m in enumerate(ordered)}
 
 
-def _place_standbys(
-    ordered: list[_Member], assigned: list[list[Resource]], counts: Mapping[str, int]
-) -> None:
-    """Step 4 of :func:`assign_tasks_sticky`: adds each member's standby resources to
-    ``assigned`` (which holds its active ones).
+def _place_standbys(placement: _Standbys) -> None:
+    """Step 4 of :func:`assign_tasks_sticky`: adds each member's standby resources to its
+    assigned resources (which hold its active ones).
 
     Two passes over the standby resources (by subtopology, partition, then replica): the first
     keeps each with its current owner while that is allowed and below its quota; the second
@@ -332,7 +340,6 @@ def _place_standbys(
     to make room: one of them hands a standby it was given to a member below its quota that
     may hold it, and takes this one instead. Then each task's earliest replicas are the ones
     with owners, and what is still without an owner is tried again while that places any."""
-    placement = _Standbys(ordered, assigned, counts)
     left = []
     for resource in placement.resources:
         keep = placement.owner.get(resource)
@@ -348,17 +355,23 @@ def _place_standbys(
     while any(placement.place(r) is not None for r in placement.unplaced()):
         pass
     for i, resources in enumerate(placement.given):
-        assigned[i].extend(resources)
+        placement.assigned[i].extend(resources)
 
 
 class _Standbys:
     """The state of :func:`_place_standbys`."""
 
     def __init__(
-        self, ordered: list[_Member], assigned: list[list[Resource]], counts: Mapping[str, int]
+        self,
+        ordered: list[_Member],
+        assigned: list[list[Resource]],
+        counts: Mapping[str, int],
+        held_before: Mapping[Resource, list[int]],
+        owners: Mapping[Resource, list[int]],
     ) -> None:
         n = len(ordered)
         self.ordered = ordered
+        self.assigned = assigned
         replica = {group: _replica(group) for group in counts}
         self.subtopology = {group: KafkaStreamsGroup.standby_of(group) or "" for group in counts}
         self.resources = sorted(
@@ -371,15 +384,14 @@ class _Standbys:
         for i in range(n):
             for task in assigned[i]:
                 self.used[task] = {ordered[i].process}
-        self.owner: dict[Resource, int] = {}  # each standby's current owner, first in member order
-        self.held_before: dict[Resource, set[int]] = {}  # task -> members that held it in any form
-        for i, m in enumerate(ordered):
-            for name, index in sorted(m.current):
-                subtopology = KafkaStreamsGroup.standby_of(name)
-                if subtopology is not None and 0 <= index < counts.get(name, 0):
-                    self.owner.setdefault((name, index), i)
-                task = (name if subtopology is None else subtopology, index)
-                self.held_before.setdefault(task, set()).add(i)
+        # Each standby's current owner (the first in member order), and the members that held
+        # each task in any form.
+        self.owner = {
+            resource: members[0]
+            for resource, members in owners.items()
+            if 0 <= resource[1] < counts.get(resource[0], 0)
+        }
+        self.held_before = held_before
         threads = sum(m.capacity for m in ordered if m.declared & counts.keys())
         total = sum(counts.values())
         self.quota = [-(-total * m.capacity // threads) if threads else 0 for m in ordered]
@@ -427,7 +439,7 @@ class _Standbys:
         may: one below its quota (else one makes room, if it can), its current owner, one that
         held the task in any form, then the fewest standbys per thread."""
         keep = self.owner.get(resource)
-        warm = self.held_before.get(self.task(resource), set())
+        warm = set(self.held_before.get(self.task(resource), ()))
         known = warm if keep is None else warm | {keep}
         first = [i for i in sorted(known) if self.allowed(i, resource) and not self.full(i)]
         chosen = min(first, key=lambda i: (i != keep, self.load(i), i)) if first else None
