@@ -282,14 +282,13 @@ def _streams_request(
                 for subtopology, topics in sorted(streams.source_topics.items())
             ],
         )
-    tasks: dict[bool, list[Any]] = {False: [], True: []}  # standby?
-    for key, indexes in owned.items():
+    active: list[Any] = []
+    standby: list[Any] = []
+    for key, indexes in () if joining else owned.items():
         name = key.decode()
         of = KafkaStreamsGroup.standby_of(name)
-        subtopology = name if of is None else of
-        tasks[of is not None].append(request.TaskIds(subtopology_id=subtopology, partitions=indexes))
-    if joining:
-        tasks = {False: [], True: []}
+        tasks = active if of is None else standby
+        tasks.append(request.TaskIds(subtopology_id=name if of is None else of, partitions=indexes))
     return request(
         group_id=settings.group_id,
         member_id=action.member_id,
@@ -298,8 +297,8 @@ def _streams_request(
         rack_id=None if leaving else subscription.rack_id,
         rebalance_timeout_ms=-1 if leaving else settings.rebalance_timeout_ms,
         topology=topology,
-        active_tasks=None if leaving else tasks[False],
-        standby_tasks=None if leaving else tasks[True],
+        active_tasks=None if leaving else active,
+        standby_tasks=None if leaving else standby,
         warmup_tasks=None if leaving else [],
         process_id=None if leaving else streams.process_id,
         client_tags=None

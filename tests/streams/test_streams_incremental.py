@@ -906,7 +906,19 @@ def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, 
                 assert consumer.partitions_for_topic(topic) == set(range(sizes[subtopology]))
         finally:
             consumer.close()
-        # `coordinator-api groups GROUP` names the standbys as the members do.
+        # Kafka's own tool sees each member's standbys as the member does ...
+        tool = run_kafka_tool(
+            "org.apache.kafka.tools.streams.StreamsGroupCommand",
+            *("--bootstrap-server", kafka.bootstrap_servers, "--describe", "--group", group),
+            *("--members", "--verbose"),
+        )
+        assert tool.returncode == 0, tool.stderr
+        rows = {row["PROCESS"]: row["ASSIGNMENTS"] for row in table(tool.stdout)}
+        for name, member in members.items():
+            tasks = member.tasks()
+            seen = f"ACTIVE: {kafka_tasks(tasks.active)} STANDBY: {kafka_tasks(tasks.standby)}"
+            assert rows[name].startswith(seen), (rows[name], seen)
+        # ... and so does `coordinator-api groups GROUP`.
         described = describe_group(kafka.bootstrap_servers, group)
         kafka_sees = {
             m.member_id: {(s, p) for s, ps in m.assigned or () for p in ps} for m in described.members
