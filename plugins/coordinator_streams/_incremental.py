@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -178,6 +179,7 @@ class _Member:
     groups: frozenset[str]  # the resource groups of active tasks it declares that have resources
     declared: frozenset[str]  # every resource group it declares
     current: frozenset[Resource]
+    rack: str | None
 
     @property
     def process(self) -> str:
@@ -200,6 +202,7 @@ def _member(spec: AssignmentSpec, counts: Mapping[str, int]) -> _Member:
         frozenset(g for g in spec.topics if g in counts),
         frozenset(spec.topics),
         spec.current,
+        spec.rack,
     )
 
 
@@ -228,8 +231,10 @@ def assign_tasks_sticky(
        (its share, by capacity, of all the standby resources, rounded up), else one below its
        quota (when all have reached theirs, one of them first hands a standby it was given to a
        member below its quota that may hold it, if it can), its current owner, one that held the
-       task in any form, then the one with the fewest standbys per thread. A replica no such
-       member can take stays without an owner.
+       task in any form, then the one with the fewest standbys per thread in a rack that holds
+       the task in no form (the heartbeat's rack id), if one below its quota is, else the one
+       with the fewest standbys per thread. A replica no such member can take stays without an
+       owner.
 
     Deterministic (members are ordered by process id, then member id, whatever the input
     order); each task goes to exactly one member that declares its subtopology, and to none if
@@ -379,11 +384,21 @@ class _Standbys:
             key=lambda r: (self.subtopology[r[0]], r[1], replica[r[0]], r[0]),
         )
         self.declaring = {group: {i for i in range(n) if group in ordered[i].declared} for group in counts}
-        # task -> the processes that hold it in some form: its active's, then each replica's.
+        # task -> the processes that hold it in some form: its active's, then each replica's;
+        # and how many of those are in each rack.
         self.used: dict[Resource, set[str]] = {}
+        self.racks: dict[Resource, Counter[str]] = {}
         for i in range(n):
+            rack = ordered[i].rack
             for task in assigned[i]:
                 self.used[task] = {ordered[i].process}
+                if rack is not None:
+                    self.racks[task] = Counter((rack,))
+        # The racks of the members declaring each group: whether another rack may be had at all.
+        self.group_racks: dict[str, set[str]] = {
+            group: {rack for i in members if (rack := ordered[i].rack) is not None}
+            for group, members in self.declaring.items()
+        }
         # Each standby's current owner (the first in member order), and the members that held
         # each task in any form.
         self.owner = {
@@ -426,11 +441,19 @@ class _Standbys:
 
     def give(self, i: int, resource: Resource) -> None:
         self.given[i].append(resource)
-        self.used.setdefault(self.task(resource), set()).add(self.ordered[i].process)
+        task = self.task(resource)
+        self.used.setdefault(task, set()).add(self.ordered[i].process)
+        rack = self.ordered[i].rack
+        if rack is not None:
+            self.racks.setdefault(task, Counter())[rack] += 1
 
     def take_back(self, i: int, resource: Resource) -> None:
         self.given[i].remove(resource)
-        self.used[self.task(resource)].discard(self.ordered[i].process)
+        task = self.task(resource)
+        self.used[task].discard(self.ordered[i].process)
+        rack = self.ordered[i].rack
+        if rack is not None:
+            self.racks[task][rack] -= 1
         for pool in self.pools_of[i]:  # below its quota again
             heapq.heappush(pool, (self.load(i), i))
 
@@ -458,10 +481,14 @@ class _Standbys:
 
     def _least_loaded_below_quota(self, resource: Resource) -> int | None:
         """The member below its quota with the fewest standbys per thread (then the first in
-        member order) that may hold ``resource``, or None."""
+        member order) that may hold ``resource``, in a rack that holds its task in no form if
+        there is one, or None."""
         pool = self.pools[resource[0]]
-        passed: list[tuple[float, int]] = []  # may not hold this one: back into the pool after
-        chosen = None
+        held_in = self.racks.get(self.task(resource))
+        # Another rack is worth looking for only if a declaring member is in one.
+        look_for_rack = any(held_in is None or not held_in[r] for r in self.group_racks[resource[0]])
+        passed: list[tuple[float, int]] = []  # not chosen: back into the pool after
+        chosen = fallback = None
         while pool:
             queued, i = pool[0]
             if self.full(i):
@@ -470,12 +497,17 @@ class _Standbys:
             if queued != self.load(i):
                 heapq.heapreplace(pool, (self.load(i), i))
                 continue
-            entry = heapq.heappop(pool)
-            if self.allowed(i, resource):
+            passed.append(heapq.heappop(pool))
+            if not self.allowed(i, resource):
+                continue
+            rack = self.ordered[i].rack
+            if not look_for_rack or (rack is not None and (held_in is None or not held_in[rack])):
                 chosen = i
-                passed.append((self.load(i) + 1 / self.ordered[i].capacity, i))
                 break
-            passed.append(entry)
+            if fallback is None:
+                fallback = i
+        if chosen is None:
+            chosen = fallback
         for entry in passed:
             heapq.heappush(pool, entry)
         return chosen

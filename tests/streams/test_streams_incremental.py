@@ -10,6 +10,7 @@ and keeps a timeline for the messages.
 
 from __future__ import annotations
 
+import dataclasses
 import doctest
 import logging
 import os
@@ -229,7 +230,9 @@ def groups_with_standbys(draw: st.DrawFn) -> tuple[list[AssignmentSpec], dict[st
         declared = draw(st.one_of(st.just(names), st.lists(st.sampled_from(names), unique=True)))
         metadata = encode_member_metadata(process[member_id], draw(st.integers(1, 3)))
         current = draw(st.lists(claims, max_size=12))
-        members.append(spec(member_id, current=current, topics=declared, metadata=metadata))
+        member = spec(member_id, current=current, topics=declared, metadata=metadata)
+        rack = draw(st.sampled_from([None, "r0", "r1", "r2"]))
+        members.append(dataclasses.replace(member, rack=rack))
     return members, counts, process
 
 
@@ -277,6 +280,22 @@ def test_standbys_go_to_processes_that_hold_their_task_in_no_other_form(
         for m in members
     ]  # fmt: skip
     assert as_sets(assign_tasks_sticky(again, counts)) == as_sets(result)
+
+
+def test_standbys_go_to_other_racks() -> None:
+    """Three racks of two members each, one standby of 12 tasks: no task's standby is in its
+    active's rack (where a member of another rack has room, it goes there)."""
+    counts = {"0": 12, standby_group(0): 12}
+    members = [
+        dataclasses.replace(spec(f"{rack}{i}", topics=sorted(counts)), rack=rack)
+        for rack in ("x", "y", "z")
+        for i in range(2)
+    ]
+    result = assign_tasks_sticky(members, counts)
+    rack_of = {m.member_id: m.rack for m in members}
+    for partition in range(12):
+        racks = [rack_of[m] for m, resources in result.items() for _, p in resources if p == partition]
+        assert len(racks) == len(set(racks)) == 2, (partition, result)
 
 
 def test_a_task_whose_member_left_goes_to_the_member_that_kept_its_standby() -> None:
