@@ -250,11 +250,10 @@ def assign_tasks_sticky(
     :param resource_counts: subtopology (resource group) -> partition count.
     :returns: member id -> its tasks as resources, for every member.
     """
-    counts = {
-        name: count
-        for name, count in resource_counts.items()
-        if count > 0 and KafkaStreamsGroup.standby_of(name) is None
-    }
+    # Each resource group's subtopology if it holds standby tasks, else None (and below, those
+    # of the groups members only claim resources of).
+    standby_of = {name: KafkaStreamsGroup.standby_of(name) for name in resource_counts}
+    counts = {name: size for name, size in resource_counts.items() if size > 0 and standby_of[name] is None}
     ordered = sorted((_member(spec, counts) for spec in members), key=lambda m: (m.process_id, m.member_id))
     n = len(ordered)
     capacity = [m.capacity for m in ordered]
@@ -288,9 +287,8 @@ def assign_tasks_sticky(
 
     # Who held each task before, in any form, and who kept a standby of it (its state is there):
     # the members in member order; and each standby resource's current owners.
-    standby_of = {name: KafkaStreamsGroup.standby_of(name) for name in resource_counts}
     held_before: dict[Resource, list[int]] = {}
-    warm: dict[Resource, list[int]] = {}
+    standby_holders: dict[Resource, list[int]] = {}
     owners: dict[Resource, list[int]] = {}
     for i, m in enumerate(ordered):
         for name, index in sorted(m.current):
@@ -301,7 +299,7 @@ def assign_tasks_sticky(
                 held_before.setdefault((name, index), []).append(i)
             else:
                 held_before.setdefault((subtopology, index), []).append(i)
-                warm.setdefault((subtopology, index), []).append(i)
+                standby_holders.setdefault((subtopology, index), []).append(i)
                 owners.setdefault((name, index), []).append(i)
 
     pools: dict[tuple[int, ...], list[tuple[float, int]]] = {}
@@ -316,7 +314,9 @@ def assign_tasks_sticky(
             resource = (name, index)
             if resource in taken:
                 continue
-            kept_standby = [i for i in warm.get(resource, ()) if name in ordered[i].groups and room(i)]
+            kept_standby = [
+                i for i in standby_holders.get(resource, ()) if name in ordered[i].groups and room(i)
+            ]
             chosen = min(kept_standby, key=lambda i: (load(i), i)) if kept_standby else None
             if chosen is None:
                 chosen = _least_loaded_with_room(pool, load, room)
@@ -326,12 +326,11 @@ def assign_tasks_sticky(
             if room(chosen) and not kept_standby:
                 heapq.heappush(pool, (load(chosen), chosen))
     standby_counts = {
-        name: count
-        for name, count in resource_counts.items()
-        if count > 0 and KafkaStreamsGroup.standby_of(name) is not None
+        name: count for name, count in resource_counts.items() if count > 0 and standby_of[name] is not None
     }
     if standby_counts:
-        _place_standbys(_Standbys(ordered, assigned, standby_counts, held_before, owners))
+        subtopologies = {name: standby_of[name] or "" for name in standby_counts}
+        _place_standbys(_Standbys(ordered, assigned, standby_counts, subtopologies, held_before, owners))
     return {m.member_id: assigned[i] for i, m in enumerate(ordered)}
 
 
@@ -371,6 +370,7 @@ class _Standbys:
         ordered: list[_Member],
         assigned: list[list[Resource]],
         counts: Mapping[str, int],
+        subtopologies: Mapping[str, str],
         held_before: Mapping[Resource, list[int]],
         owners: Mapping[Resource, list[int]],
     ) -> None:
@@ -378,7 +378,7 @@ class _Standbys:
         self.ordered = ordered
         self.assigned = assigned
         replica = {group: _replica(group) for group in counts}
-        self.subtopology = {group: KafkaStreamsGroup.standby_of(group) or "" for group in counts}
+        self.subtopology = subtopologies  # each standby group's
         self.resources = sorted(
             ((group, index) for group, count in counts.items() for index in range(count)),
             key=lambda r: (self.subtopology[r[0]], r[1], replica[r[0]], r[0]),
@@ -412,17 +412,15 @@ class _Standbys:
         self.quota = [-(-total * m.capacity // threads) if threads else 0 for m in ordered]
         self.given: list[list[Resource]] = [[] for _ in range(n)]
         # For each set of members declaring a group, those below their quota by standbys per
-        # thread (entries refreshed lazily, as the active tasks' pools), and each member's pools.
+        # thread (entries refreshed lazily, as the active tasks' pools: a member's standbys only
+        # grow, as one that makes room takes one for the one it hands on).
         self.pools: dict[str, list[tuple[float, int]]] = {}
-        self.pools_of: list[list[list[tuple[float, int]]]] = [[] for _ in range(n)]
         shared: dict[frozenset[int], list[tuple[float, int]]] = {}
         for group, members in self.declaring.items():
             pool = shared.get(frozenset(members))
             if pool is None:
                 pool = shared[frozenset(members)] = [(0.0, i) for i in sorted(members) if self.quota[i] > 0]
                 heapq.heapify(pool)
-                for i in members:
-                    self.pools_of[i].append(pool)
             self.pools[group] = pool
 
     def task(self, resource: Resource) -> Resource:
@@ -454,16 +452,14 @@ class _Standbys:
         rack = self.ordered[i].rack
         if rack is not None:
             self.racks[task][rack] -= 1
-        for pool in self.pools_of[i]:  # below its quota again
-            heapq.heappush(pool, (self.load(i), i))
 
     def place(self, resource: Resource) -> int | None:
         """Gives ``resource`` to a member; which, or None if none may hold it. Among those that
         may: one below its quota (else one makes room, if it can), its current owner, one that
         held the task in any form, then the fewest standbys per thread."""
         keep = self.owner.get(resource)
-        warm = set(self.held_before.get(self.task(resource), ()))
-        known = warm if keep is None else warm | {keep}
+        held = set(self.held_before.get(self.task(resource), ()))
+        known = held if keep is None else held | {keep}
         first = [i for i in sorted(known) if self.allowed(i, resource) and not self.full(i)]
         chosen = min(first, key=lambda i: (i != keep, self.load(i), i)) if first else None
         if chosen is None:
@@ -475,7 +471,7 @@ class _Standbys:
             made_room = self._make_room(valid, resource)
             if made_room is not None:
                 return made_room
-            chosen = min(valid, key=lambda i: (i != keep, i not in warm, self.load(i), i))
+            chosen = min(valid, key=lambda i: (i != keep, i not in held, self.load(i), i))
         self.give(chosen, resource)
         return chosen
 

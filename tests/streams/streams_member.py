@@ -65,11 +65,10 @@ def main() -> None:
     parser.add_argument("--source-topics", default=None, help="PREFIX: the incremental protocol")
     args = parser.parse_args()
     incremental: dict[str, Any] = {}
-    if args.group_protocol == "incremental":
-        incremental = {"group_protocol": "incremental"}
+    if args.group_protocol == "incremental" or args.source_topics is not None:
+        incremental["group_protocol"] = "incremental"
     if args.source_topics is not None:
-        topics = {s: [f"{args.source_topics}-{s}"] for s in range(args.subtopologies)}
-        incremental = {"group_protocol": "incremental", "source_topics": topics}
+        incremental["source_topics"] = {s: [f"{args.source_topics}-{s}"] for s in range(args.subtopologies)}
     stop = stop_event(signal.SIGTERM)
     tasks = [Task(TaskId(s, p)) for s in range(args.subtopologies) for p in range(args.partitions)]
     app = SimulatedApplication(

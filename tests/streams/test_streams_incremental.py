@@ -441,7 +441,7 @@ OPTIONS: dict[str, Any] = {
 class Ledger:
     """Every member's callbacks, with times; at each one it checks that the member gives up only
     what it runs and is given only what no other member runs, and that none of its tasks is
-    active and standby at once (standby tasks: only in streams groups on Kafka)."""
+    active and standby at once."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -774,13 +774,7 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
         try:
             settle(list(members.values()), balanced(list(members.values()), ledger), ledger, timeout=60)
             assert [m.group_protocol for m in members.values()] == ["incremental", "incremental"]
-            described = run_kafka_tool(
-                "org.apache.kafka.tools.streams.StreamsGroupCommand",
-                *("--bootstrap-server", kafka.bootstrap_servers, "--describe", "--group", group),
-                *("--members", "--verbose"),
-            )
-            assert described.returncode == 0, described.stderr
-            rows = {row["PROCESS"]: row for row in table(described.stdout)}
+            printed, rows = kafka_describes_members(kafka, group)
             assert sorted(rows) == ["a", "b"] and {r["MEMBER-PROTOCOL"] for r in rows.values()} == {"streams"}
             for name, member in members.items():  # Kafka's view of each member's tasks is its own
                 assert rows[name]["ASSIGNMENTS"].startswith(f"ACTIVE: {kafka_tasks(member.tasks().active)}")
@@ -808,7 +802,7 @@ def test_on_kafka_members_with_source_topics_join_a_streams_group(
             for name, tasks in before.items():  # each gave up only what moved, kept the rest running
                 assert members[name].tasks().active == tasks - moved, ledger.timeline()
             # docs/streams.md shows one:
-            print(f"\n{described.stdout}c joins at 0 s:\n{ledger.timeline(t_join)}")
+            print(f"\n{printed}c joins at 0 s:\n{ledger.timeline(t_join)}")
 
             kept = {name: members[name].tasks().active for name in ("b", "c")}
             t_close = ledger.now()
@@ -926,17 +920,11 @@ def test_on_kafka_stateful_subtopologies_get_standby_tasks(kafka: KafkaCluster, 
         finally:
             consumer.close()
         # Kafka's own tool sees each member's standbys as the member does ...
-        tool = run_kafka_tool(
-            "org.apache.kafka.tools.streams.StreamsGroupCommand",
-            *("--bootstrap-server", kafka.bootstrap_servers, "--describe", "--group", group),
-            *("--members", "--verbose"),
-        )
-        assert tool.returncode == 0, tool.stderr
-        rows = {row["PROCESS"]: row["ASSIGNMENTS"] for row in table(tool.stdout)}
+        _, rows = kafka_describes_members(kafka, group)
         for name, member in members.items():
             tasks = member.tasks()
             seen = f"ACTIVE: {kafka_tasks(tasks.active)} STANDBY: {kafka_tasks(tasks.standby)}"
-            assert rows[name].startswith(seen), (rows[name], seen)
+            assert rows[name]["ASSIGNMENTS"].startswith(seen), (rows[name], seen)
         # ... and so does `coordinator-api groups GROUP`.
         described = describe_group(kafka.bootstrap_servers, group)
         kafka_sees = {
@@ -1073,6 +1061,18 @@ def test_on_kafka_a_kafka_streams_application_and_our_member_share_a_streams_gro
         member.close()
         java.close()
     assert "closed" in java.lines, java.lines
+
+
+def kafka_describes_members(kafka: KafkaCluster, group: str) -> tuple[str, dict[str, dict[str, str]]]:
+    """Kafka's own ``kafka-streams-groups --describe --members --verbose`` of ``group``: what it
+    printed, and its rows by process id."""
+    done = run_kafka_tool(
+        "org.apache.kafka.tools.streams.StreamsGroupCommand",
+        *("--bootstrap-server", kafka.bootstrap_servers, "--describe", "--group", group),
+        *("--members", "--verbose"),
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout, {row["PROCESS"]: row for row in table(done.stdout)}
 
 
 def kafka_tasks(tasks: frozenset[TaskId]) -> str:
