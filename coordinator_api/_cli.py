@@ -669,6 +669,27 @@ def _topics(args: argparse.Namespace) -> int:
             else:
                 print(f"created topic {args.topic} with {args.partitions} partition(s)")
             return 0
+        if args.topics_command == "alter":
+            from kafka.admin import NewPartitions
+
+            try:
+                wanted_count = {args.topic: NewPartitions(args.partitions)}
+                answer = admin.create_partitions(wanted_count, raise_errors=False)
+            except KafkaError as exc:
+                raise _unreachable(args, exc) from exc
+            (result,) = answer.results
+            if result.error_code:
+                reason = for_code(result.error_code).__name__
+                if result.error_message:
+                    reason += f": {result.error_message}"
+                raise CoordinatorApiError(
+                    f"cannot give topic {args.topic!r} {args.partitions} partitions: {reason}"
+                )
+            if args.json:
+                print(json.dumps({"topic": args.topic, "partitions": args.partitions}))
+            else:
+                print(f"topic {args.topic} has {args.partitions} partition(s) now")
+            return 0
         names = sorted(admin.list_topics()) if args.topics_command == "list" else [args.topic]
         described = []
         for topic in admin.describe_topics(names):
@@ -1311,7 +1332,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics = commands.add_parser(
         "topics",
-        help="list, describe or create topics (kafka-topics)",
+        help="list, describe, create or grow topics (kafka-topics)",
         description="Topics of the embedded coordinator or of any Kafka cluster, as kafka-topics shows them.",
         parents=anywhere,
     )
@@ -1329,6 +1350,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--replication-factor", type=bounded(1), default=1, help="replicas of each partition (default 1)"
     )
     create.set_defaults(func=_topics)
+    alter = topic_commands.add_parser(
+        "alter",
+        help="give a topic more partitions (kafka-topics --alter --partitions)",
+        parents=[*anywhere, server],
+    )
+    alter.add_argument("topic", help="the topic")
+    alter.add_argument(
+        "--partitions", type=bounded(1), required=True, help="its partitions in all, more than it has now"
+    )
+    alter.set_defaults(func=_topics)
 
     data = commands.add_parser(
         "data",

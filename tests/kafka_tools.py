@@ -37,6 +37,7 @@ from coordinator_api.testing._kafka_cluster import TOOL_TIMEOUT_S
 
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"  # kafka-topics
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,20 @@ def consumer_groups(bootstrap: str, *args: str, timeout: float = TOOL_TIMEOUT_S)
     argv = ("--bootstrap-server", bootstrap, *args)
     done = run_tool(CONSUMER_GROUP_COMMAND, *argv, timeout=timeout)
     return ToolRun(("kafka-consumer-groups", *argv), done.returncode, done.stdout, done.stderr)
+
+
+def kafka_topics(bootstrap: str, *args: str, timeout: float = TOOL_TIMEOUT_S) -> ToolRun:
+    """Run ``kafka-topics --bootstrap-server <bootstrap> <args>`` and wait for it."""
+    argv = ("--bootstrap-server", bootstrap, *args)
+    done = run_tool(TOPIC_COMMAND, *argv, timeout=timeout)
+    return ToolRun(("kafka-topics", *argv), done.returncode, done.stdout, done.stderr)
+
+
+def call(bootstrap: str, request: Any, response_cls: Any) -> Any:
+    """Send one request on a connection of its own (to the first of the ``bootstrap`` servers)
+    and return the answer."""
+    with _connect(bootstrap.split(",", maxsplit=1)[0]) as sock:
+        return _call(sock, request, response_cls)
 
 
 def run_kafka_configs_lines(

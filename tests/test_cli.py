@@ -679,5 +679,14 @@ def test_topics_list_describe_and_create_as_kafka_topics_does() -> None:
         assert again.stderr.strip() == f"coordinator-api: error: {exists}"
         missing = cli("topics", "describe", "nope", *server)
         assert missing.returncode == 2 and "topic 'nope' does not exist" in missing.stderr
+        grown = cli("topics", "alter", "orders", "--partitions", "8", *server)
+        assert grown.returncode == 0 and grown.stdout == "topic orders has 8 partition(s) now\n"
+        assert json.loads(cli("topics", "describe", "orders", "--json", *server).stdout)["partitions"] == 8
+        fewer = cli("topics", "alter", "orders", "--partitions", "4", *server)
+        assert fewer.returncode == 2
+        assert fewer.stderr.strip() == (
+            "coordinator-api: error: cannot give topic 'orders' 4 partitions: InvalidPartitionsError: "
+            "The topic orders currently has 8 partition(s); 4 would not be an increase."
+        )
     gone = cli("topics", "list", "--bootstrap-server", "127.0.0.1:9")
     assert gone.returncode == 2 and len(gone.stderr.strip().splitlines()) == 1, gone.stderr

@@ -41,6 +41,7 @@ GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZA
                            a regex gives the member only topics it may DESCRIBE (its
                            principal and host, against the ACLs in force at each assignment)
 CreateTopics               CLUSTER CREATE, or TOPIC CREATE per topic
+CreatePartitions           TOPIC ALTER per topic (else TOPIC_AUTHORIZATION_FAILED, no message)
 =========================  ===================================================================
 """
 
@@ -61,6 +62,8 @@ from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
     CreatedTopic,
+    CreatePartitions,
+    CreatePartitionsResult,
     CreateTopics,
     CreateTopicsResult,
     DeleteGroups,
@@ -85,17 +88,19 @@ from coordinator_api.server._messages import (
     OffsetDeleteResult,
     OffsetFetch,
     OffsetFetchResult,
+    PartitionsCreated,
     Request,
     Result,
     SyncGroup,
     SyncGroupResult,
 )
 
-READ, DESCRIBE, DELETE, CREATE = (
+READ, DESCRIBE, DELETE, CREATE, ALTER = (
     AclOperation.READ,
     AclOperation.DESCRIBE,
     AclOperation.DELETE,
     AclOperation.CREATE,
+    AclOperation.ALTER,
 )
 GROUP, TOPIC, CLUSTER = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER
 GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -157,6 +162,8 @@ def authorize_request(who: Requester, request: Request) -> Refused | Admitted:
         return _delete_groups(who, request)
     if isinstance(request, OffsetDelete):
         return _offset_delete(who, request)
+    if isinstance(request, CreatePartitions):
+        return _create_partitions(who, request)
     return _create_topics(who, request)
 
 
@@ -452,6 +459,27 @@ def _create_topics(who: Requester, request: Request) -> Refused | Admitted:
                 next(answered)
                 if ok
                 else CreatedTopic(name=t.name, error=TOPIC_REFUSED, message=CREATE_REFUSED_MESSAGE)
+                for t, ok in zip(request.topics, allowed, strict=True)
+            )
+        )
+
+    admitted = tuple(t for t, ok in zip(request.topics, allowed, strict=True) if ok)
+    return Admitted(dataclasses.replace(request, topics=admitted), merge)
+
+
+def _create_partitions(who: Requester, request: CreatePartitions) -> Refused | Admitted:
+    # A name given twice is answered INVALID_REQUEST whoever asks (Kafka checks that first).
+    named = Counter(t.name for t in request.topics)
+    allowed = [named[t.name] > 1 or who.may(ALTER, TOPIC, t.name) for t in request.topics]
+    if all(allowed):
+        return Admitted(request)
+
+    def merge(result: Result) -> Result:
+        assert isinstance(result, CreatePartitionsResult)
+        answered = iter(result.topics)
+        return CreatePartitionsResult(
+            topics=tuple(
+                next(answered) if ok else PartitionsCreated(name=t.name, error=TOPIC_REFUSED)
                 for t, ok in zip(request.topics, allowed, strict=True)
             )
         )

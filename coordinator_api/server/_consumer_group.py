@@ -289,7 +289,7 @@ class _Group:
     target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # assigned or pending revocation
     partition_counts: dict[str, int] = field(default_factory=dict)  # of the subscribed topics
-    topics_seen: int = -1  # how many topics the coordinator had when partition_counts was computed
+    topics_seen: int = -1  # the coordinator's topics_version when partition_counts was computed
     assigned_at_ms: int | None = None  # when its target was last computed (None: not by this process)
     news: NewsSerials = field(default_factory=lambda: NewsSerials(next(_SERIALS), next(_SERIALS)))
     # The members whose target changed, and those that left, since the held heartbeats were
@@ -388,6 +388,7 @@ class ConsumerGroups:
         self._assignors[PROTOCOL_TYPE] = dict(assignors)
         self._topics = topics
         self._topic_names = topic_names  # each of ``topics``' name by its topic id
+        self._topics_version = 0  # counts the changes of ``topics`` (topics_changed)
         self._timeouts = (session_timeout_ms, heartbeat_interval_ms)
         # The session and interval of the groups that have their own (group configs, KIP-848).
         self._own_timeouts: dict[str, tuple[int, int]] = {}
@@ -401,6 +402,36 @@ class ConsumerGroups:
         self._timer_seq = 0
 
     # --- what the rest of the coordinator asks ---------------------------------------------
+
+    @property
+    def topics_version(self) -> int:
+        """Counts :meth:`topics_changed`."""
+        return self._topics_version
+
+    def topics_changed(self) -> None:
+        """The coordinator's topics changed: one was created or given more partitions. Each
+        consumer group looks at its subscribed partitions again at its next heartbeat and, if
+        they changed, moves to a new group epoch, as Kafka's coordinator does when a new
+        metadata image changes the topics a group subscribes to."""
+        self._topics_version += 1
+
+    def recount_topics(self, group_id: str) -> list[MembershipEvent]:
+        """Count the subscribed partitions of consumer group ``group_id`` again now, after a
+        change of the coordinator's topics, as its next heartbeat would: a new group epoch if
+        they changed (for a group whose members' heartbeats are held, which would otherwise
+        hear of the new partitions only when a hold ends)."""
+        group = self._groups.get(group_id)
+        if group is None or group.protocol_type != PROTOCOL_TYPE or group.topics_seen == self._topics_version:
+            return []
+        counts = self._subscribed_partition_counts(group)
+        if counts == group.partition_counts:
+            return []
+        group.partition_counts = counts
+        group.group_epoch += 1
+        group.changed_for_all()
+        detail = "group epoch bumped: its subscribed topics' partitions changed"
+        epoch = group.group_epoch
+        return [MembershipEvent(kind="rebalance", group_id=group_id, generation_id=epoch, detail=detail)]
 
     def __contains__(self, group_id: object) -> bool:
         return group_id in self._groups
@@ -761,7 +792,7 @@ class ConsumerGroups:
             or member.classic is not None
             or member.epoch != group.assignment_epoch
             or group.group_epoch != group.assignment_epoch
-            or (group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics))
+            or (group.protocol_type == PROTOCOL_TYPE and group.topics_seen != self._topics_version)
         ):
             return None
         session, interval = self._own_timeouts.get(group.group_id, self._timeouts)  # self.timeouts, inlined
@@ -806,7 +837,7 @@ class ConsumerGroups:
             member.rebalance_timeout_ms,
             member.server_assignor,
             interval,
-            len(self._topics),  # the topic ids its owned partitions name
+            self._topics_version,  # the topic ids its owned partitions name
         )
         kept = member.restated
         if kept is not None and kept[0] is req and kept[1] == state:
@@ -974,10 +1005,10 @@ class ConsumerGroups:
         if updated.instance_id is not None:
             group.static[updated.instance_id] = member_id
         # Subscribed partition counts change only with a subscription or with the coordinator's
-        # topics, which are only ever added (no deletion, no new partitions): recounting on those
-        # alone keeps a plain heartbeat O(1) in the group's size.
-        topics_added = group.protocol_type == PROTOCOL_TYPE and group.topics_seen != len(self._topics)
-        if bump or topics_added:
+        # topics (created, or given more partitions; never deleted): recounting on those alone
+        # keeps a plain heartbeat O(1) in the group's size.
+        topics_changed = group.protocol_type == PROTOCOL_TYPE and group.topics_seen != self._topics_version
+        if bump or topics_changed:
             counts = self._subscribed_partition_counts(group)
             if counts != group.partition_counts:
                 group.partition_counts = counts
@@ -1673,13 +1704,13 @@ class ConsumerGroups:
     def _subscribed_topics(self, group: _Group, member: _Member) -> frozenset[str]:
         """The topics ``member`` subscribes to that exist (by name or by its regex). Asked for
         each member at each target and reconciliation, so kept on the member while what it is
-        found from stays the same: topics are only ever created, so the number of topics tells
-        whether they changed. Under the authorizer each heartbeat brings the member's view of
-        the topics anew, so a regex's topics are as the ACLs were at its latest heartbeat (Kafka's
-        coordinator resolves a regex, ACLs applied, in the background every few seconds)."""
+        found from stays the same: the topics' version tells whether the topics changed. Under
+        the authorizer each heartbeat brings the member's view of the topics anew, so a regex's
+        topics are as the ACLs were at its latest heartbeat (Kafka's coordinator resolves a
+        regex, ACLs applied, in the background every few seconds)."""
         if group.protocol_type != PROTOCOL_TYPE:
             return member.topics  # the resource groups it declared
-        source = (len(self._topics), member.topics, member.regex, member.may_describe_topic)
+        source = (self._topics_version, member.topics, member.regex, member.may_describe_topic)
         kept = member.subscribed
         if kept is not None and kept[0] == source:
             return kept[1]
@@ -1699,7 +1730,7 @@ class ConsumerGroups:
                 for name, count in member.resources:
                     counts[name] = max(count, counts.get(name, 0))
             return counts
-        group.topics_seen = len(self._topics)
+        group.topics_seen = self._topics_version
         for member in group.members.values():
             for topic in self._subscribed_topics(group, member):
                 counts[topic] = self._topics[topic].partitions

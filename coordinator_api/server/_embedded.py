@@ -152,6 +152,21 @@ class EmbeddedCoordinator:
 
         asyncio.run_coroutine_threadsafe(create(), loop).result()
 
+    def create_partitions(self, name: str, count: int) -> None:
+        """Give a topic more partitions while running, ``count`` in all (as CreatePartitions,
+        ``kafka-topics --alter --partitions``, would). Consumer groups subscribed to it move to
+        a new group epoch at their next heartbeat, and their members get the new partitions.
+        Raises ConfigurationError for a topic that does not exist or a count that is not more
+        than it has."""
+        loop = self._loop
+        if self._thread is None or loop is None:
+            raise CoordinatorStartError("the embedded coordinator is not started; call start()")
+
+        async def create() -> None:
+            self._server.create_partitions(name, count)
+
+        asyncio.run_coroutine_threadsafe(create(), loop).result()
+
     def __enter__(self) -> EmbeddedCoordinator:
         return self.start()
 

@@ -295,6 +295,34 @@ class CreateTopicsResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NewPartitions:
+    name: str
+    count: int  # the topic's partition count after the request
+    assignments: tuple[tuple[int, ...], ...] | None = None  # each new partition's broker ids
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreatePartitions:
+    """More partitions for existing topics (Kafka's CreatePartitions, ``kafka-topics --alter
+    --partitions``)."""
+
+    topics: tuple[NewPartitions, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionsCreated:
+    name: str
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreatePartitionsResult:
+    topics: tuple[PartitionsCreated, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Topic:
     """A topic this coordinator knows, so consumer-protocol assignors see its partitions."""
 
@@ -436,6 +464,7 @@ Request = (
     | DescribeGroups
     | DeleteGroups
     | CreateTopics
+    | CreatePartitions
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
 )
@@ -451,6 +480,7 @@ Result = (
     | DescribeGroupsResult
     | DeleteGroupsResult
     | CreateTopicsResult
+    | CreatePartitionsResult
     | ConsumerGroupHeartbeatResult
     | ConsumerGroupDescribeResult
 )

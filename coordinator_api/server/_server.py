@@ -43,6 +43,7 @@ from coordinator_api.server._listeners import Listener, check_listeners
 from coordinator_api.server._messages import (
     ConsumerGroupDescribe,
     ConsumerGroupHeartbeat,
+    CreatePartitionsResult,
     CreateTopicsResult,
     DescribeGroups,
     Effects,
@@ -124,11 +125,13 @@ _BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, 
 # the cluster permission they need.
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_REFUSED = "Cluster authorization failed."
-# DescribeConfigs and IncrementalAlterConfigs of anything but a group.
+# DescribeConfigs of anything but a group or a topic, IncrementalAlterConfigs of anything but a
+# group.
 _NO_CONFIGS = (
     "the embedded coordinator keeps configs of groups only (resource type 32): it has no brokers' "
     "or topics' configs"
 )
+_TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 
 
 def consumer_server_assignors(
@@ -531,13 +534,27 @@ class CoordinatorServer:
         """Declare a topic (call on the server's event loop). Raises ConfigurationError if the
         name or partition count is invalid or the topic exists."""
         self._settle_network()
-        fx = self.state.create_topic(name, partitions)
+        fx = self.state.create_topic(name, partitions, self._now_ms())
         self._apply(fx)
         result = fx.replies[0][1]
         assert isinstance(result, CreateTopicsResult)
         created = result.topics[0]
         if created.error is not ErrorCode.NONE:
             raise ConfigurationError(f"cannot create topic {name!r}: {created.message}")
+
+    def create_partitions(self, name: str, count: int) -> None:
+        """Give topic ``name`` ``count`` partitions in all (call on the server's event loop).
+        Raises ConfigurationError if the topic does not exist or ``count`` is not more than it
+        has."""
+        self._settle_network()
+        fx = self.state.create_partitions(name, count, self._now_ms())
+        self._apply(fx)
+        result = fx.replies[0][1]
+        assert isinstance(result, CreatePartitionsResult)
+        created = result.topics[0]
+        if created.error is not ErrorCode.NONE:
+            message = created.message or f"{created.error.name}: no topic {name!r}"
+            raise ConfigurationError(f"cannot give topic {name!r} {count} partitions: {message}")
 
     # --- time and timers ------------------------------------------------------------------
 
@@ -963,7 +980,7 @@ class CoordinatorServer:
             )
 
         if every_topic and who is None and not _wire.asks_for_operations(frame.api_version, message):
-            return self._every_topic[conn.listener.name].response(frame, len(topics), make)
+            return self._every_topic[conn.listener.name].response(frame, self.state.topics_version, make)
         return make()
 
     def _acl_request(self, conn: _Connection, frame: _wire.Frame, message: Any) -> Any:
@@ -1094,7 +1111,9 @@ class CoordinatorServer:
         answer them for groups (KIP-848's group configs), the only resources with configs here:
         DESCRIBE_CONFIGS or ALTER_CONFIGS on each group, DESCRIBE_CONFIGS on the cluster to list
         them, when the authorizer is on; a change stored (and synced) in the data directory
-        before it is made and answered."""
+        before it is made and answered. A topic is described with no configs (it keeps no log
+        here; ``kafka-topics --describe`` asks), as Kafka's brokers check it: DESCRIBE_CONFIGS
+        on the topic, then that it exists."""
         v = frame.api_version
         if frame.api_key == ApiKey.LIST_CONFIG_RESOURCES:
             if self.acls is not None and not self._requester(conn).may(
@@ -1112,6 +1131,13 @@ class CoordinatorServer:
         )
 
         def refusal(kind: int, name: str) -> tuple[ErrorCode, str] | None:
+            if kind == _TOPIC_RESOURCE and frame.api_key == ApiKey.DESCRIBE_CONFIGS:
+                who = self._requester(conn) if self.acls is not None else None
+                if who is not None and not who.may(operation, ResourceType.TOPIC, name):
+                    return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+                if self.state.topic(name) is None:
+                    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""  # Kafka's: no words
+                return None
             if kind != GROUP_RESOURCE:
                 return ErrorCode.INVALID_REQUEST, _NO_CONFIGS
             if self.acls is not None and not self._requester(conn).may(operation, ResourceType.GROUP, name):
@@ -1122,7 +1148,9 @@ class CoordinatorServer:
             described = []
             for r in message.resources:
                 refused = refusal(r.resource_type, r.resource_name)
-                if refused is None:
+                if refused is None and r.resource_type == _TOPIC_RESOURCE:
+                    configs = []
+                elif refused is None:
                     try:
                         configs = self._group_configs.describe(r.resource_name, r.configuration_keys)
                     except GroupConfigError as invalid:

@@ -90,6 +90,8 @@ from coordinator_api.server._messages import (
     ConsumerGroupSnapshot,
     ConsumerGroupState,
     CreatedTopic,
+    CreatePartitions,
+    CreatePartitionsResult,
     CreateTopics,
     CreateTopicsResult,
     DeleteGroups,
@@ -116,6 +118,7 @@ from coordinator_api.server._messages import (
     ListGroupsResult,
     MembershipEvent,
     MemberSnapshot,
+    NewPartitions,
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
@@ -126,6 +129,7 @@ from coordinator_api.server._messages import (
     OffsetsCommitted,
     OffsetsDeleted,
     OffsetsExpired,
+    PartitionsCreated,
     Request,
     Result,
     SyncGroup,
@@ -442,13 +446,20 @@ class GroupCoordinator:
     def topic(self, name: str) -> Topic | None:
         return self._topics.get(name)
 
+    @property
+    def topics_version(self) -> int:
+        """Counts the changes of the topics (one created, or given more partitions)."""
+        return self._consumer_groups.topics_version
+
     def topic_names(self) -> Mapping[bytes, str]:
         """Each topic's name by its topic id."""
         return self._topic_names
 
     def _add_topic(self, topic: Topic) -> None:
+        """A topic created, or one given more partitions (the same topic id)."""
         self._topics[topic.name] = topic
         self._topic_names[topic.topic_id] = topic.name
+        self._consumer_groups.topics_changed()
 
     def group_state(self, group_id: str) -> GroupState:
         group = self._groups.get(group_id)
@@ -568,7 +579,27 @@ class GroupCoordinator:
         fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
 
     def _on_CreateTopics(self, request: CreateTopics, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        before = self.topics_version
         fx.replies.append((ref, self._create_topics(request, fx)))
+        self._topics_changed(before, now_ms, fx)
+
+    def _on_CreatePartitions(
+        self, request: CreatePartitions, ref: RequestRef, now_ms: int, fx: Effects
+    ) -> None:
+        before = self.topics_version
+        fx.replies.append((ref, self._create_partitions(request, fx)))
+        self._topics_changed(before, now_ms, fx)
+
+    def _topics_changed(self, before: int, now_ms: int, fx: Effects) -> None:
+        """If the topics changed since version ``before``: the consumer groups with held
+        heartbeats count their subscribed partitions again at once, and the held members with
+        news hear of it (a new topic their regex matches, new partitions). The other groups do
+        at their next heartbeat, as on Kafka."""
+        if self.topics_version == before:
+            return
+        recount = self._consumer_groups.recount_topics
+        events = [e for group_id in self._held_group_heartbeats for e in recount(group_id)]
+        self._consumer_groups_changed(events, fx, now_ms)
 
     def _describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
         """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found, and
@@ -926,12 +957,20 @@ class GroupCoordinator:
                 self._sync_deadline_passed(group, now_ms, fx)
         return fx
 
-    def create_topic(self, name: str, partitions: int) -> Effects:
+    def create_topic(self, name: str, partitions: int, now_ms: int) -> Effects:
         """Declare a topic directly (from the CLI or a config file). Raises nothing: the
         result says whether it was created."""
         fx = Effects()
         request = CreateTopics(topics=(NewTopic(name=name, num_partitions=partitions, replication_factor=1),))
-        fx.replies.append((None, self._create_topics(request, fx)))
+        self._on_CreateTopics(request, None, now_ms, fx)
+        return fx
+
+    def create_partitions(self, name: str, count: int, now_ms: int) -> Effects:
+        """Give topic ``name`` ``count`` partitions in all, as CreatePartitions would. Raises
+        nothing: the result says whether it was done."""
+        fx = Effects()
+        request = CreatePartitions(topics=(NewPartitions(name=name, count=count),))
+        self._on_CreatePartitions(request, None, now_ms, fx)
         return fx
 
     # --- timers ------------------------------------------------------------------------------
@@ -1971,6 +2010,44 @@ class GroupCoordinator:
                 )
         return CreateTopicsResult(topics=tuple(created))
 
+    def _create_partitions(self, req: CreatePartitions, fx: Effects) -> CreatePartitionsResult:
+        """Kafka's controller's checks, in its order and words (``ReplicationControlManager``);
+        one result per topic of the request, in its order (a name given twice: INVALID_REQUEST
+        for each, answered once)."""
+        names = Counter(t.name for t in req.topics)
+        results = []
+        for new in req.topics:
+            topic = self._topics.get(new.name)
+            error, message = ErrorCode.NONE, None
+            if names[new.name] > 1:
+                error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
+            elif topic is None:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # no words, as Kafka's controller
+            elif new.count == topic.partitions:
+                error = ErrorCode.INVALID_PARTITIONS
+                message = f"Topic already has {topic.partitions} partition(s)."
+            elif new.count < topic.partitions:
+                error = ErrorCode.INVALID_PARTITIONS
+                message = (
+                    f"The topic {new.name} currently has {topic.partitions} partition(s); "
+                    f"{new.count} would not be an increase."
+                )
+            elif new.count > self._config.max_partitions_per_topic:
+                error = ErrorCode.INVALID_PARTITIONS
+                message = (
+                    f"the number of partitions must be between 1 and {self._config.max_partitions_per_topic}"
+                )
+            elif new.assignments is not None:
+                error, message = _manual_assignment_error(
+                    new.assignments, new.count - topic.partitions, self._config.node_id
+                )
+            if error is ErrorCode.NONE and topic is not None and not req.validate_only:
+                grown = dataclasses.replace(topic, partitions=new.count)
+                self._add_topic(grown)
+                fx.writes.append(grown)
+            results.append(PartitionsCreated(name=new.name, error=error, message=message))
+        return CreatePartitionsResult(topics=tuple(results))
+
     # --- events ---------------------------------------------------------------------------------
 
     def _note_rejection(self, fx: Effects, group_id: str, member_id: str, api: str, error: ErrorCode) -> None:
@@ -2023,4 +2100,40 @@ _REQUESTS: EventTable[GroupCoordinator, [RequestRef, int, Effects]] = EventTable
     on(DeleteGroups, GroupCoordinator._on_DeleteGroups),
     on(ConsumerGroupDescribe, GroupCoordinator._on_ConsumerGroupDescribe),
     on(CreateTopics, GroupCoordinator._on_CreateTopics),
+    on(CreatePartitions, GroupCoordinator._on_CreatePartitions),
 )
+
+
+def _manual_assignment_error(
+    assignments: tuple[tuple[int, ...], ...], additional: int, node_id: int
+) -> tuple[ErrorCode, str | None]:
+    """What is wrong with the brokers a CreatePartitions names for its new partitions, in Kafka's
+    words: this node (``node_id``) is the only broker and holds the only replica of each
+    partition."""
+    invalid = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    if len(assignments) != additional:
+        return invalid, (
+            f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
+            "assignment(s) were specified."
+        )
+    for brokers in assignments:
+        if not brokers:
+            return invalid, "The manual partition assignment includes an empty replica list."
+        previous = None
+        for broker in sorted(brokers):
+            if broker != node_id:
+                return invalid, (
+                    f"The manual partition assignment includes broker {broker}, but no such broker is "
+                    "registered."
+                )
+            if broker == previous:
+                return invalid, (
+                    f"The manual partition assignment includes the broker {broker} more than once."
+                )
+            previous = broker
+        if len(brokers) != 1:
+            return invalid, (
+                f"The manual partition assignment includes a partition with {len(brokers)} replica(s), "
+                "but this is not consistent with previous partitions, which have 1 replica(s)."
+            )
+    return ErrorCode.NONE, None

@@ -20,6 +20,8 @@ from kafka.protocol.admin import (
     AlterClientQuotasResponse,
     CreateAclsRequest,
     CreateAclsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteAclsRequest,
@@ -89,6 +91,8 @@ from coordinator_api.server._messages import (
     ConsumerGroupDescribeResult,
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
+    CreatePartitions,
+    CreatePartitionsResult,
     CreateTopics,
     CreateTopicsResult,
     DeleteGroups,
@@ -108,6 +112,7 @@ from coordinator_api.server._messages import (
     LeavingMember,
     ListGroups,
     ListGroupsResult,
+    NewPartitions,
     NewTopic,
     OffsetCommit,
     OffsetCommitResult,
@@ -537,19 +542,19 @@ def asks_for_operations(version: int, request: Any) -> bool:
 
 class EveryTopicMetadataCache:
     """Metadata for every topic is the largest answer (a line per partition: 0.7 s of encoding
-    at 100,000 partitions) and the same bytes for every client while no topic is added (topics
-    are never deleted or changed here). This keeps its encoding per version, with the number of
-    topics it was made for, and puts each request's correlation id in; a new topic makes it
-    again. So clients asking for it over and over cost a copy each, and cannot hold the event
-    loop that serves everyone's heartbeats."""
+    at 100,000 partitions) and the same bytes for every client while the topics stay as they
+    are. This keeps its encoding per version, with the version of the topics it was made for
+    (the coordinator's ``topics_version``), and puts each request's correlation id in; a new
+    topic, or new partitions, make it again. So clients asking for it over and over cost a
+    copy each, and cannot hold the event loop that serves everyone's heartbeats."""
 
     def __init__(self) -> None:
         self._encoded: dict[int, tuple[int, bytes]] = {}
 
-    def response(self, frame: Frame, topic_count: int, make: Callable[[], Any]) -> bytes:
+    def response(self, frame: Frame, topics_version: int, make: Callable[[], Any]) -> bytes:
         cached = self._encoded.get(frame.api_version)
-        if cached is None or cached[0] != topic_count:
-            cached = (topic_count, encode(Frame(frame.api_key, frame.api_version, 0), make()))
+        if cached is None or cached[0] != topics_version:
+            cached = (topics_version, encode(Frame(frame.api_key, frame.api_version, 0), make()))
             self._encoded[frame.api_version] = cached
         framed = bytearray(cached[1])
         _CORRELATION_ID.pack_into(framed, 4, frame.correlation_id)
@@ -1177,6 +1182,22 @@ def _create_topics(v: int, message: Any, client_host: str) -> Request:
     )
 
 
+def _create_partitions(v: int, message: Any, client_host: str) -> Request:
+    return CreatePartitions(
+        topics=tuple(
+            NewPartitions(
+                name=t.name,
+                count=t.count,
+                assignments=None
+                if t.assignments is None
+                else tuple(tuple(a.broker_ids) for a in t.assignments),
+            )
+            for t in message.topics
+        ),
+        validate_only=bool(message.validate_only),
+    )
+
+
 # --- the one table of the APIs served --------------------------------------------------------
 
 
@@ -1217,6 +1238,9 @@ API_KEYS: dict[ApiKey, _Api] = {
     ApiKey.SASL_HANDSHAKE: _Api(SaslHandshakeRequest, SaslHandshakeResponse, 1, 1),
     ApiKey.SASL_AUTHENTICATE: _Api(SaslAuthenticateRequest, SaslAuthenticateResponse, 0, 2),
     ApiKey.CREATE_TOPICS: _Api(CreateTopicsRequest, CreateTopicsResponse, 2, 7, _create_topics),
+    ApiKey.CREATE_PARTITIONS: _Api(
+        CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, _create_partitions
+    ),
     ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
     ApiKey.OFFSET_DELETE: _Api(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0, _offset_delete),
     # The ACL APIs, answered by the shell (the ACLs are not group state); v0 has no pattern type.
@@ -1411,6 +1435,18 @@ def to_response(frame: Frame, result: Result) -> Any:
         )
     if isinstance(result, DescribeGroupsResult):
         return _describe_groups_response(v, result)
+    if isinstance(result, CreatePartitionsResult):
+        return CreatePartitionsResponse(
+            version=v,
+            throttle_time_ms=0,
+            # A name given twice has one result (INVALID_REQUEST), as on Kafka.
+            results=[
+                CreatePartitionsResponse.CreatePartitionsTopicResult(
+                    name=t.name, error_code=t.error, error_message=t.message
+                )
+                for t in {t.name: t for t in result.topics}.values()  # (alike, where named twice)
+            ],
+        )
     if isinstance(result, DeleteGroupsResult):
         return DeleteGroupsResponse(
             version=v,

@@ -70,6 +70,12 @@ class ConsumerGroupMember(Coordinator):
     ``metadata_max_age_ms`` (checked in :meth:`poll`) and rejoins when the matching set changed,
     so a topic created later is assigned in the next rebalance.
 
+    **New partitions.** With the classic protocol the group's leader, like Kafka's consumer,
+    looks at the partition counts of the topics it assigned every ``metadata_max_age_ms`` and
+    rejoins when one changed, so partitions added later (``kafka-topics --alter --partitions``)
+    are assigned in the next rebalance. With ``group_protocol="consumer"`` the coordinator
+    notices, and gives them out at the members' next heartbeats.
+
     :param topics: the topics to subscribe to, or
     :param pattern: a regular expression over the topic names the cluster reports.
     :param assignor: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, ``uniform``,
@@ -139,6 +145,9 @@ class ConsumerGroupMember(Coordinator):
             )
         self._metadata_max_age_s = max_age_ms / 1000
         self._joined_topics: frozenset[str] | None = None  # what the last JoinGroup subscribed to
+        # As leader: each topic's partition count the assignment was made with (None: the
+        # topic did not exist); None while not the leader.
+        self._assigned_counts: dict[str, int | None] | None = None
         self._next_topics_check = 0.0
 
     # --- the Coordinator contract ------------------------------------------------------------------
@@ -171,12 +180,14 @@ class ConsumerGroupMember(Coordinator):
                 subscriptions.append(Subscription(member_id=member.member_id, topics=frozenset()))
         topics = frozenset().union(*(s.topics for s in subscriptions))
         cluster = self._cluster(topics)
+        self._assigned_counts = {t: cluster.partitions.get(t) for t in topics}
         assignor: Assignor = self._plugins.assignors.get(PROTOCOL_TYPE, protocol)
         assignment = assignor(subscriptions, cluster)
         validate_assignment(assignment, subscriptions, cluster)
         return {member_id: encode_assignment(list(parts)) for member_id, parts in assignment.items()}
 
     def on_join_prepare(self, generation: int, member_id: str) -> None:
+        self._assigned_counts = None  # set again if this member leads the next generation
         if self._cooperative:
             return  # cooperative: keep what does not move; revocations come with the assignment
         with self._lock:
@@ -246,11 +257,12 @@ class ConsumerGroupMember(Coordinator):
     # --- the application's view ---------------------------------------------------------------------
 
     def poll(self, timeout: float = 0.0) -> None:
-        """Follow the group (see :meth:`Coordinator.poll <coordinator_api.Coordinator.poll>`); with a
-        pattern subscription, first rejoin if the matching topics changed (checked every
-        ``metadata_max_age_ms``; with ``group_protocol="consumer"`` the coordinator does that)."""
+        """Follow the group (see :meth:`Coordinator.poll <coordinator_api.Coordinator.poll>`); first
+        rejoin if the cluster's topics changed for the group (checked every
+        ``metadata_max_age_ms``: :meth:`_check_topics`; with ``group_protocol="consumer"`` the
+        coordinator does that)."""
         if not self._incremental:
-            self._check_pattern_topics()
+            self._check_topics()
         super().poll(timeout)
 
     def assignment(self) -> set[tuple[str, int]]:
@@ -274,22 +286,40 @@ class ConsumerGroupMember(Coordinator):
         pattern = self._pattern
         return frozenset(t for t in self._cluster(None).partitions if pattern.fullmatch(t))
 
-    def _check_pattern_topics(self) -> None:
-        joined = self._joined_topics
-        if self._pattern is None or joined is None or time.monotonic() < self._next_topics_check:
+    def _check_topics(self) -> None:
+        """Every ``metadata_max_age_ms``, as Kafka's consumer on its metadata refresh: with a
+        pattern, rejoin when the topics matching it changed; as the group's leader, rejoin when a
+        topic it assigned has another partition count now (``kafka-topics --alter
+        --partitions``), so that the new partitions are assigned."""
+        joined = self._joined_topics if self._pattern is not None else None
+        assigned = self._assigned_counts
+        if (joined is None and assigned is None) or time.monotonic() < self._next_topics_check:
             return
         self._next_topics_check = time.monotonic() + self._metadata_max_age_s
         try:
-            topics = self._subscribed_topics()
+            cluster = self._cluster(None if joined is not None or assigned is None else assigned)
         except (ConnectionError, kafka.errors.KafkaError) as exc:
             # As Kafka's consumer: a failed refresh is retried at the next one, the group goes on.
             log.warning("group %s: cannot list the cluster's topics (%s); retrying later", self.group_id, exc)
             return
-        if topics != joined:
-            added, removed = sorted(topics - joined), sorted(joined - topics)
-            self.request_rejoin(
-                f"the topics matching {self._pattern.pattern!r} changed (new: {added}, gone: {removed})"
-            )
+        reasons = []
+        if joined is not None and self._pattern is not None:
+            pattern = self._pattern
+            topics = frozenset(t for t in cluster.partitions if pattern.fullmatch(t))
+            if topics != joined:
+                added, removed = sorted(topics - joined), sorted(joined - topics)
+                reasons.append(
+                    f"the topics matching {pattern.pattern!r} changed (new: {added}, gone: {removed})"
+                )
+        if assigned is not None:
+            counts = {t: cluster.partitions.get(t) for t in assigned}
+            if counts != assigned:
+                changed = ", ".join(
+                    f"{t} {assigned[t]} -> {n}" for t, n in sorted(counts.items()) if n != assigned[t]
+                )
+                reasons.append(f"the partition counts of the assigned topics changed ({changed})")
+        if reasons:
+            self.request_rejoin("; ".join(reasons))
 
     def _names_of(self, topic_ids: set[bytes]) -> dict[bytes, str]:
         """Topic names by id (the incremental protocol names topics by id), from the cluster's

@@ -31,6 +31,8 @@ from kafka.errors import ClusterAuthorizationFailedError, SecurityDisabledError
 from kafka.protocol.admin import (
     CreateAclsRequest,
     CreateAclsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeAclsRequest,
@@ -913,6 +915,36 @@ def test_metadata_and_create_topics_follow_topic_acls(coordinator: EmbeddedCoord
         "alice-1": (ErrorCode.NONE, None),
         "bob-1": (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."),
     }
+
+
+def test_create_partitions_needs_alter_on_each_topic(coordinator: EmbeddedCoordinator) -> None:
+    """As Kafka's controller checks it: TOPIC ALTER per topic (CREATE is not enough), a refused
+    topic answered TOPIC_AUTHORIZATION_FAILED without a message, the others done."""
+    T, Op = ResourceType.TOPIC, ACLOperation
+    grant(
+        coordinator,
+        kafka_acl(T, "t", "User:alice", Op.ALTER),
+        kafka_acl(T, "u", "User:alice", Op.CREATE),
+    )
+    grow = CreatePartitionsRequest.CreatePartitionsTopic
+    request = CreatePartitionsRequest(
+        version=3,
+        topics=[grow(name="t", count=4, assignments=None), grow(name="u", count=3, assignments=None)],
+        timeout_ms=30_000,
+        validate_only=False,
+    )
+    with login(coordinator, "alice") as alice:
+        answer = _call(alice, request, CreatePartitionsResponse)
+    assert [(r.name, r.error_code, r.error_message) for r in answer.results] == [
+        ("t", ErrorCode.NONE, None),
+        ("u", ErrorCode.TOPIC_AUTHORIZATION_FAILED, None),
+    ]
+    admin = admin_client(coordinator)
+    try:
+        counts = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(["t", "u"])}
+    finally:
+        admin.close()
+    assert counts == {"t": 4, "u": 1}
 
 
 def test_metadata_auto_creates_only_what_the_principal_may_create(users_file: Path) -> None:

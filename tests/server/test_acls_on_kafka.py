@@ -39,6 +39,8 @@ from kafka.admin import (
 from kafka.protocol.admin import (
     CreateAclsRequest,
     CreateAclsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteAclsRequest,
@@ -134,6 +136,7 @@ ACLS = (
     # bob may find and describe group app, see topic u and the cluster (every group, the ACLs)...
     binding(G, "app", "User:bob", Op.DESCRIBE),
     binding(T, "u", "User:bob", Op.DESCRIBE),
+    binding(T, "u", "User:bob", Op.ALTER),  # he may give it more partitions
     binding(C, "kafka-cluster", "User:bob", Op.DESCRIBE),
     # ...and, as everyone, READ (so DESCRIBE) the shared- groups; but the DENY of READ is his.
     binding(G, "shared-", "User:*", Op.READ, pattern=PREFIXED),
@@ -1037,6 +1040,33 @@ def test_metadata_and_create_topics_are_authorized_as_on_kafka(
     )
     # alice made them but may not describe them: they stay out of her Metadata of every topic.
     assert same("Metadata of every topic as alice, after", metadata("alice", None)) == [("t", 0, 2)]
+
+    # CreatePartitions: ALTER on each topic (Kafka's ControllerApis), refusals without words
+    # (Kafka puts them before the topics it passes on, this coordinator in the request's order).
+    def grow(user: str, **counts: int) -> Callable[[Server], Any]:
+        def ask(server: Server) -> Any:
+            topic = CreatePartitionsRequest.CreatePartitionsTopic
+            request = CreatePartitionsRequest(
+                version=3,
+                topics=[topic(name=n, count=c, assignments=None) for n, c in counts.items()],
+                timeout_ms=30_000,
+                validate_only=False,
+            )
+            answer = server.call(user, request, CreatePartitionsResponse)
+            return sorted((r.name, r.error_code, r.error_message) for r in answer.results)
+
+        return ask
+
+    assert same("CreatePartitions as bob: u (ALTER), t, nowhere", grow("bob", u=2, t=3, nowhere=2)) == [
+        ("nowhere", TOPIC_REFUSED, None),
+        ("t", TOPIC_REFUSED, None),
+        ("u", ErrorCode.NONE, None),
+    ]
+    refused = [("t", TOPIC_REFUSED, None)]
+    assert same("CreatePartitions as alice: t (READ only)", grow("alice", t=3)) == refused
+    for server in servers.values():
+        server.wait_for_leaders({"t": 2, "u": 2})
+    assert same("Metadata of every topic as bob, after", metadata("bob", None)) == [("u", 0, 2)]
     differences.check()
 
 

@@ -114,6 +114,7 @@ SUPPORTED = {
     30: (1, 3),
     31: (1, 3),
     36: (0, 2),
+    37: (0, 3),  # CreatePartitions
     42: (0, 2),
     44: (0, 1),
     47: (0, 0),  # OffsetDelete

@@ -8,6 +8,7 @@ the server runs them; each step looks at which requests the coordinator answered
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
@@ -21,7 +22,9 @@ from coordinator_api.server import CoordinatorConfig
 from coordinator_api.server._messages import (
     ConsumerGroupHeartbeat,
     ConsumerGroupHeartbeatResult,
+    CreatePartitions,
     CreateTopics,
+    NewPartitions,
     NewTopic,
 )
 from coordinator_api.server._state import Effects, GroupCoordinator
@@ -327,6 +330,46 @@ def test_a_held_member_gets_the_partitions_of_a_member_that_leaves_at_once(c: Co
     # the same step with everything, not when its hold ends.
     assert sorted(answered) == sorted([leave, held])
     assert c.partitions(held) == set(range(6)) and c.answered[held].member_epoch == 4
+
+
+def test_held_members_get_partitions_added_to_their_topic_at_once(c: Coordinator) -> None:
+    """CreatePartitions (kafka-topics --alter) moves the group to a new epoch at once when its
+    members' heartbeats are held: each gets its share of the new partitions in that step, not
+    when its hold ends. A validate-only request, or one refused, changes nothing."""
+    join_alone(c)
+    c.send("b", 0)
+    c.send("a", 2, range(6))
+    c.send("a", 2, {0, 1, 2})
+    c.advance(100)
+    held_a, answered = c.send("a", 3, {0, 1, 2})
+    held_b, more = c.send("b", 3, {3, 4, 5})
+    assert answered + more == []  # nothing new for either: both held
+    for request in (
+        CreatePartitions(topics=(NewPartitions(name="t", count=10),), validate_only=True),
+        CreatePartitions(topics=(NewPartitions(name="t", count=4),)),  # fewer: refused
+    ):
+        fx = c.state.handle(100, request, c.now)
+        assert [ref for ref, _ in fx.replies] == [100] and not fx.events
+    fx = c.state.handle(101, CreatePartitions(topics=(NewPartitions(name="t", count=10),)), c.now)
+    grown = c.take(Effects(replies=[(ref, r) for ref, r in fx.replies if ref != 101]))
+    assert sorted(grown) == sorted([held_a, held_b])
+    assert c.partitions(held_a) | c.partitions(held_b) == set(range(10))
+    assert c.partitions(held_a) >= {0, 1, 2} and c.partitions(held_b) >= {3, 4, 5}  # nothing moves
+    assert {c.answered[r].member_epoch for r in grown} == {4}
+    assert [e.detail for e in fx.events if e.kind == "rebalance"] == [
+        "group epoch bumped: its subscribed topics' partitions changed"
+    ]
+
+
+def test_without_held_heartbeats_new_partitions_come_with_the_next_heartbeat() -> None:
+    """As Kafka's coordinator: a group whose members' heartbeats are not held moves to a new
+    epoch at its next heartbeat after the topic grew."""
+    c = Coordinator(dataclasses.replace(CONFIG, heartbeat_hold_ms=0))
+    join_alone(c)
+    fx = c.state.handle(100, CreatePartitions(topics=(NewPartitions(name="t", count=8),)), c.now)
+    assert not fx.events
+    ref, answered = c.send("a", 2, range(6))
+    assert answered == [ref] and c.answered[ref].member_epoch == 3 and c.partitions(ref) == set(range(8))
 
 
 def test_a_held_member_whose_partitions_do_not_move_stays_held_through_a_change(c: Coordinator) -> None:

@@ -265,6 +265,7 @@ def test_what_the_coordinator_does_not_keep_is_refused_with_words_saying_so(
     embedded: EmbeddedCoordinator,
 ) -> None:
     group = f"refused-{uuid.uuid4().hex[:8]}"
+    embedded.create_topic("events", 1)
     with _connect(embedded.bootstrap_servers) as sock:
         # Kafka's other group configs concern share groups, Kafka Streams groups and batched
         # assignments, which this coordinator does not have: refused, never stored without effect.
@@ -282,20 +283,28 @@ def test_what_the_coordinator_does_not_keep_is_refused_with_words_saying_so(
             ErrorCode.INVALID_REQUEST,
             "Unknown config operation 7",
         )
-        # Topics and brokers have no configs here.
+        # Topics have no configs here (kafka-topics --describe asks), brokers none to describe.
         resource = DescribeConfigsRequest.DescribeConfigsResource
         request = DescribeConfigsRequest(
             version=4,
             resources=[
                 resource(resource_type=2, resource_name="events", configuration_keys=None),
+                resource(resource_type=2, resource_name="nowhere", configuration_keys=None),
+                resource(resource_type=4, resource_name="0", configuration_keys=None),
                 resource(resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=[SESSION]),
             ],
             include_synonyms=False,
             include_documentation=True,
         )
-        topic, described = _call(sock, request, DescribeConfigsResponse).results
-        assert (topic.error_code, topic.configs) == (ErrorCode.INVALID_REQUEST, [])
-        assert "configs of groups only" in topic.error_message
+        topic, unknown_topic, broker, described = _call(sock, request, DescribeConfigsResponse).results
+        assert (topic.error_code, topic.error_message, topic.configs) == (ErrorCode.NONE, "", [])
+        assert (unknown_topic.error_code, unknown_topic.error_message, unknown_topic.configs) == (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            "",
+            [],
+        )
+        assert (broker.error_code, broker.configs) == (ErrorCode.INVALID_REQUEST, [])
+        assert "configs of groups only" in broker.error_message
         ((config,),) = [described.configs]
         assert (config.name, config.value, config.synonyms) == (SESSION, "45000", [])
         assert config.documentation.startswith("How long a member of this group may go without a heartbeat")

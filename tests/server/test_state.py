@@ -1417,13 +1417,13 @@ def test_create_topics_with_a_duplicate_name_in_one_request_is_invalid() -> None
 
 def test_create_topic_entry_point() -> None:
     d = Driver()
-    fx = d.coordinator.create_topic("events", 12)
+    fx = d.coordinator.create_topic("events", 12, 0)
     ((ref, result),) = fx.replies
     assert ref is None
     assert result.topics[0].error is E.NONE
     assert fx.writes == [d.coordinator.topic("events")]
     assert d.coordinator.topic("events").partitions == 12
-    assert d.coordinator.create_topic("events", 12).replies[0][1].topics[0].error is E.TOPIC_ALREADY_EXISTS
+    assert d.coordinator.create_topic("events", 12, 0).replies[0][1].topics[0].error is E.TOPIC_ALREADY_EXISTS
 
 
 # --- restore -----------------------------------------------------------------------------------------
