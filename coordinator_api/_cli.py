@@ -649,47 +649,12 @@ def _admin_client(args: argparse.Namespace, client_id: str, **settings: Any) -> 
 
 
 def _topics(args: argparse.Namespace) -> int:
-    from kafka.errors import KafkaError, for_code
+    from kafka.errors import for_code
 
     admin = _admin_client(args, "coordinator-api-topics")
     try:
-        if args.topics_command == "create":
-            wanted = {"num_partitions": args.partitions, "replication_factor": args.replication_factor}
-            try:
-                (created,) = admin.create_topics({args.topic: wanted}, raise_errors=False)["topics"]
-            except KafkaError as exc:
-                raise _unreachable(args, exc) from exc
-            if created["error_code"]:
-                reason = for_code(created["error_code"]).__name__
-                if created["error_message"]:
-                    reason += f": {created['error_message']}"
-                raise CoordinatorApiError(f"cannot create topic {args.topic!r}: {reason}")
-            if args.json:
-                print(json.dumps({"topic": args.topic, "partitions": args.partitions}))
-            else:
-                print(f"created topic {args.topic} with {args.partitions} partition(s)")
-            return 0
-        if args.topics_command == "alter":
-            from kafka.admin import NewPartitions
-
-            try:
-                wanted_count = {args.topic: NewPartitions(args.partitions)}
-                answer = admin.create_partitions(wanted_count, raise_errors=False)
-            except KafkaError as exc:
-                raise _unreachable(args, exc) from exc
-            (result,) = answer.results
-            if result.error_code:
-                reason = for_code(result.error_code).__name__
-                if result.error_message:
-                    reason += f": {result.error_message}"
-                raise CoordinatorApiError(
-                    f"cannot give topic {args.topic!r} {args.partitions} partitions: {reason}"
-                )
-            if args.json:
-                print(json.dumps({"topic": args.topic, "partitions": args.partitions}))
-            else:
-                print(f"topic {args.topic} has {args.partitions} partition(s) now")
-            return 0
+        if args.topics_command in ("create", "alter", "delete"):
+            return _change_topic(args, admin)
         names = sorted(admin.list_topics()) if args.topics_command == "list" else [args.topic]
         described = []
         for topic in admin.describe_topics(names):
@@ -714,6 +679,45 @@ def _topics(args: argparse.Namespace) -> int:
     else:
         for t in described:
             print(f"{t['topic']}\t{t['partitions']} partition(s)\t{t['topic_id']}")
+    return 0
+
+
+def _change_topic(args: argparse.Namespace, admin: Any) -> int:
+    """``topics create``, ``alter`` (more partitions) and ``delete``: one request about one
+    topic, a refusal named as Kafka names it."""
+    from kafka.admin import NewPartitions
+    from kafka.errors import KafkaError, for_code
+
+    topic, command = args.topic, args.topics_command
+    try:
+        if command == "create":
+            wanted = {"num_partitions": args.partitions, "replication_factor": args.replication_factor}
+            (created,) = admin.create_topics({topic: wanted}, raise_errors=False)["topics"]
+            error, message = created["error_code"], created["error_message"]
+        elif command == "alter":
+            grown = admin.create_partitions({topic: NewPartitions(args.partitions)}, raise_errors=False)
+            (result,) = grown.results
+            error, message = result.error_code, result.error_message
+        else:
+            (deleted,) = admin.delete_topics([topic], raise_errors=False)["topics"]
+            error, message = deleted["error_code"], deleted["error_message"]
+    except KafkaError as exc:
+        raise _unreachable(args, exc) from exc
+    shown: dict[str, object] = {"topic": topic, "deleted": True}
+    if command == "delete":
+        doing, done = f"delete topic {topic!r}", f"deleted topic {topic}"
+    else:
+        shown = {"topic": topic, "partitions": args.partitions}
+        count = f"{args.partitions} partition(s)"
+        if command == "create":
+            doing, done = f"create topic {topic!r}", f"created topic {topic} with {count}"
+        else:
+            doing = f"give topic {topic!r} {args.partitions} partitions"
+            done = f"topic {topic} has {count} now"
+    if error:
+        reason = for_code(error).__name__ + (f": {message}" if message else "")
+        raise CoordinatorApiError(f"cannot {doing}: {reason}")
+    print(json.dumps(shown) if args.json else done)
     return 0
 
 
@@ -1332,7 +1336,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics = commands.add_parser(
         "topics",
-        help="list, describe, create or grow topics (kafka-topics)",
+        help="list, describe, create, grow or delete topics (kafka-topics)",
         description="Topics of the embedded coordinator or of any Kafka cluster, as kafka-topics shows them.",
         parents=anywhere,
     )
@@ -1360,6 +1364,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--partitions", type=bounded(1), required=True, help="its partitions in all, more than it has now"
     )
     alter.set_defaults(func=_topics)
+    delete = topic_commands.add_parser(
+        "delete",
+        help="delete a topic, and every group's committed offsets of it (kafka-topics --delete)",
+        parents=[*anywhere, server],
+    )
+    delete.add_argument("topic", help="the topic")
+    delete.set_defaults(func=_topics)
 
     data = commands.add_parser(
         "data",

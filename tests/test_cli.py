@@ -682,6 +682,15 @@ def test_topics_list_describe_and_create_as_kafka_topics_does() -> None:
         grown = cli("topics", "alter", "orders", "--partitions", "8", *server)
         assert grown.returncode == 0 and grown.stdout == "topic orders has 8 partition(s) now\n"
         assert json.loads(cli("topics", "describe", "orders", "--json", *server).stdout)["partitions"] == 8
+        deleted = cli("topics", "delete", "events", *server)
+        assert deleted.returncode == 0 and deleted.stdout == "deleted topic events\n"
+        left = cli("topics", "list", *server).stdout.splitlines()
+        assert [line.split("\t")[0] for line in left] == ["orders"]
+        again = cli("topics", "delete", "events", *server)
+        assert again.returncode == 2 and again.stderr.strip() == (
+            "coordinator-api: error: cannot delete topic 'events': UnknownTopicOrPartitionError: "
+            "This server does not host this topic-partition."
+        )
         fewer = cli("topics", "alter", "orders", "--partitions", "4", *server)
         assert fewer.returncode == 2
         assert fewer.stderr.strip() == (

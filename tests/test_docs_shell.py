@@ -413,13 +413,14 @@ def test_serve_groups_topics_and_data_check_of_the_coordinator_guide(
             assert member.member_id in described and "assigned:   events 0-11" in described, described
         finally:
             member.close()
-        listed, events, created, grown = shell.run(topics.text).splitlines()
+        listed, events, created, grown, deleted = shell.run(topics.text).splitlines()
         assert listed.split("\t")[:2] == events.split("\t")[:2] == ["events", "12 partition(s)"]
         assert created == "created topic orders with 6 partition(s)"
         assert grown == "topic orders has 12 partition(s) now"
+        assert deleted == "deleted topic orders"
         shell.stop_server()  # "With the coordinator stopped,"
         checked = shell.run(check.text)
-    assert checked.startswith("coordinator-data/coordinator.sqlite3: 2 topic(s), "), checked
+    assert checked.startswith("coordinator-data/coordinator.sqlite3: 1 topic(s), "), checked  # orders deleted
     assert "1 consumer group(s), 1 committed offset(s)" in checked
 
 

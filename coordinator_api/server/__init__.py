@@ -4,7 +4,8 @@ It speaks Kafka's wire protocol for ApiVersions, Metadata, FindCoordinator, the 
 APIs (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), the incremental protocol of KIP-848
 (ConsumerGroupHeartbeat, ConsumerGroupDescribe, and this project's GroupHeartbeat for other
 protocol types), offsets (OffsetCommit, OffsetFetch, OffsetDelete), group and topic
-administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics), configs and client
+administration (ListGroups, DescribeGroups, DeleteGroups, CreateTopics, CreatePartitions,
+DeleteTopics), configs and client
 quotas, SASL and TLS, and ACLs (DescribeAcls, CreateAcls, DeleteAcls, enforced with
 ``CoordinatorConfig(authorizer=True)``), so any Kafka client can use it for group membership.
 docs/coordinator.md lists every API and version. It is a coordinator, not a log: Produce,

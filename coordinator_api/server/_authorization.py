@@ -42,6 +42,9 @@ GroupHeartbeat             TOPIC DESCRIBE, else the heartbeat is TOPIC_AUTHORIZA
                            principal and host, against the ACLs in force at each assignment)
 CreateTopics               CLUSTER CREATE, or TOPIC CREATE per topic
 CreatePartitions           TOPIC ALTER per topic (else TOPIC_AUTHORIZATION_FAILED, no message)
+DeleteTopics               CLUSTER DELETE, or TOPIC DELETE per topic (TOPIC DESCRIBE to hear
+                           that it does not exist), asked by the state machine once it has
+                           found the names of the ids (as Kafka's controller)
 =========================  ===================================================================
 """
 
@@ -68,6 +71,7 @@ from coordinator_api.server._messages import (
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DeleteTopics,
     DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroups,
@@ -164,6 +168,16 @@ def authorize_request(who: Requester, request: Request) -> Refused | Admitted:
         return _offset_delete(who, request)
     if isinstance(request, CreatePartitions):
         return _create_partitions(who, request)
+    if isinstance(request, DeleteTopics):
+        if who.may(DELETE, CLUSTER):
+            return Admitted(request)
+        return Admitted(
+            dataclasses.replace(
+                request,
+                may_describe=functools.partial(who.may, DESCRIBE, TOPIC),
+                may_delete=functools.partial(who.may, DELETE, TOPIC),
+            )
+        )
     return _create_topics(who, request)
 
 

@@ -322,6 +322,47 @@ class CreatePartitionsResult:
     topics: tuple[PartitionsCreated, ...]
 
 
+NO_TOPIC_ID = bytes(16)  # Kafka's Uuid.ZERO_UUID: no topic id given
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopicToDelete:
+    name: str | None  # None: named by its id (DeleteTopics v6)
+    topic_id: bytes = NO_TOPIC_ID
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteTopics:
+    """Topics to delete, by name or (v6) by id (Kafka's DeleteTopics, ``kafka-topics
+    --delete``). ``may_describe`` and ``may_delete`` are the authorizer's answers for the
+    requester per topic name (None: allowed), as Kafka's controller asks them once it has found
+    the names of the ids."""
+
+    topics: tuple[TopicToDelete, ...]
+    may_describe: Callable[[str], bool] | None = None
+    may_delete: Callable[[str], bool] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeletedTopic:
+    name: str | None
+    topic_id: bytes
+    error: ErrorCode
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeleteTopicsResult:
+    topics: tuple[DeletedTopic, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopicRemoved:
+    """A topic deleted, for the store."""
+
+    name: str
+
+
 @dataclass(frozen=True, kw_only=True)
 class Topic:
     """A topic this coordinator knows, so consumer-protocol assignors see its partitions."""
@@ -465,6 +506,7 @@ Request = (
     | DeleteGroups
     | CreateTopics
     | CreatePartitions
+    | DeleteTopics
     | ConsumerGroupHeartbeat
     | ConsumerGroupDescribe
 )
@@ -481,6 +523,7 @@ Result = (
     | DeleteGroupsResult
     | CreateTopicsResult
     | CreatePartitionsResult
+    | DeleteTopicsResult
     | ConsumerGroupHeartbeatResult
     | ConsumerGroupDescribeResult
 )
@@ -608,6 +651,7 @@ StoreWrite = (
     | OffsetsExpired
     | OffsetsDeleted
     | Topic
+    | TopicRemoved
 )
 
 

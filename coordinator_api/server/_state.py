@@ -81,6 +81,7 @@ from coordinator_api._types import JoinedMember
 from coordinator_api.server._config import CoordinatorConfig
 from coordinator_api.server._consumer_group import PROTOCOL_TYPE, ConsumerGroups, NewsSerials, UpgradeRefused
 from coordinator_api.server._messages import (
+    NO_TOPIC_ID,
     CommittedOffset,
     ConsumerGroupDescribe,
     ConsumerGroupDescribeResult,
@@ -94,8 +95,11 @@ from coordinator_api.server._messages import (
     CreatePartitionsResult,
     CreateTopics,
     CreateTopicsResult,
+    DeletedTopic,
     DeleteGroups,
     DeleteGroupsResult,
+    DeleteTopics,
+    DeleteTopicsResult,
     DescribedConsumerGroup,
     DescribedGroup,
     DescribedMember,
@@ -135,6 +139,7 @@ from coordinator_api.server._messages import (
     SyncGroup,
     SyncGroupResult,
     Topic,
+    TopicRemoved,
 )
 
 RequestRef = Hashable
@@ -162,6 +167,17 @@ _FENCING_ERRORS = frozenset(
     {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
 )
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# Kafka's words in DeleteTopics answers (ControllerApis, ReplicationControlManager).
+_TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+_TOPIC_REFUSED_WORDS = "Topic authorization failed."
+_NO_SUCH_TOPIC = "This server does not host this topic-partition."
+_NAME_AND_ID = "You may not specify both topic name and topic id."
+_NEITHER_NAME_NOR_ID = "Neither topic name nor id were specified."
+_NAME_OF_AN_ID_GIVEN = "The provided topic name maps to an ID that was already supplied."
+
+
+def _anything(name: str) -> bool:
+    return True
 
 
 def _new_member_id(prefix: str) -> str:
@@ -588,6 +604,11 @@ class GroupCoordinator:
     ) -> None:
         before = self.topics_version
         fx.replies.append((ref, self._create_partitions(request, fx)))
+        self._topics_changed(before, now_ms, fx)
+
+    def _on_DeleteTopics(self, request: DeleteTopics, ref: RequestRef, now_ms: int, fx: Effects) -> None:
+        before = self.topics_version
+        fx.replies.append((ref, self._delete_topics(request, now_ms, fx)))
         self._topics_changed(before, now_ms, fx)
 
     def _topics_changed(self, before: int, now_ms: int, fx: Effects) -> None:
@@ -1809,17 +1830,29 @@ class GroupCoordinator:
                 answered.append((topic_name, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
                 answered.append((topic_name, partition, ErrorCode.NONE))
-                if group is not None and group.offsets.pop((topic_name, partition), None) is not None:
-                    group.committed_at.pop((topic_name, partition), None)
-                    group.expire_at.pop((topic_name, partition), None)
+                if group is not None and (topic_name, partition) in group.offsets:
                     deleted.append((topic_name, partition))
         if group is not None and deleted:
-            fx.writes.append(OffsetsDeleted(group_id=group.group_id, partitions=tuple(sorted(deleted))))
-            self._event(fx, "offsets-deleted", group, detail=f"{len(deleted)} committed offset(s) deleted")
-            if not group.offsets:
-                self._offsets_deleted.add(group.group_id)
-                self._schedule_offset_check(now_ms)
+            self._delete_offsets(group, deleted, "", now_ms, fx)
         return OffsetDeleteResult(error=ErrorCode.NONE, partitions=tuple(unknown + answered))
+
+    def _delete_offsets(
+        self, group: _Group, partitions: list[tuple[str, int]], why: str, now_ms: int, fx: Effects
+    ) -> None:
+        """Delete ``group``'s committed offsets of ``partitions`` (those it has; ``why`` ends the
+        event's words). A group left with neither offsets nor members is deleted at the next
+        retention check."""
+        gone = sorted(p for p in set(partitions) if group.offsets.pop(p, None) is not None)
+        if not gone:
+            return
+        for partition in gone:
+            group.committed_at.pop(partition, None)
+            group.expire_at.pop(partition, None)
+        fx.writes.append(OffsetsDeleted(group_id=group.group_id, partitions=tuple(gone)))
+        self._event(fx, "offsets-deleted", group, detail=f"{len(gone)} committed offset(s) deleted{why}")
+        if not group.offsets:
+            self._offsets_deleted.add(group.group_id)
+            self._schedule_offset_check(now_ms)
 
     def _classic_subscriptions(self, group: _Group) -> frozenset[str] | None:
         """The topics the members of a classic consumer group subscribed to when its current
@@ -2048,6 +2081,84 @@ class GroupCoordinator:
             results.append(PartitionsCreated(name=new.name, error=error, message=message))
         return CreatePartitionsResult(topics=tuple(results))
 
+    def _delete_topics(self, req: DeleteTopics, now_ms: int, fx: Effects) -> DeleteTopicsResult:
+        """Kafka's controller's checks, in its order and words (``ControllerApis.deleteTopics``):
+        topics named neither way or both ways, names and ids given twice, ids it does not know,
+        then, as the requester may (:class:`DeleteTopics`), those it may not delete (named by id:
+        their names only if it may describe them), names it may not describe or that do not
+        exist, a name whose topic was also given by id; then the deletions. Answered in that
+        order (Kafka's controller shuffles its answers)."""
+        answers: list[DeletedTopic] = []
+
+        def answer(name: str | None, topic_id: bytes, error: ErrorCode, message: str | None) -> None:
+            answers.append(DeletedTopic(name=name, topic_id=topic_id, error=error, message=message))
+
+        names: dict[str, None] = {}  # (ordered sets)
+        twice_named: dict[str, None] = {}
+        ids: dict[bytes, None] = {}
+        twice_given: dict[bytes, None] = {}
+        for asked in req.topics:
+            if asked.name is not None and asked.topic_id != NO_TOPIC_ID:
+                answer(asked.name, asked.topic_id, ErrorCode.INVALID_REQUEST, _NAME_AND_ID)
+            elif asked.name is None and asked.topic_id == NO_TOPIC_ID:
+                answer(None, NO_TOPIC_ID, ErrorCode.INVALID_REQUEST, _NEITHER_NAME_NOR_ID)
+            elif asked.name is not None:
+                if asked.name in twice_named or names.pop(asked.name, 0) is None:
+                    twice_named[asked.name] = None
+                else:
+                    names[asked.name] = None
+            elif asked.topic_id in twice_given or ids.pop(asked.topic_id, 0) is None:
+                twice_given[asked.topic_id] = None
+            else:
+                ids[asked.topic_id] = None
+        for name in twice_named:
+            answer(name, NO_TOPIC_ID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        for topic_id in twice_given:
+            answer(None, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+        by_id: dict[bytes, str] = {}
+        for topic_id in ids:
+            found = self._topic_names.get(topic_id)
+            if found is None:
+                answer(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
+            else:
+                by_id[topic_id] = found
+        describable = req.may_describe or _anything
+        deletable = req.may_delete or _anything
+        for topic_id, name in list(by_id.items()):
+            if not deletable(name):
+                answer(name if describable(name) else None, topic_id, _TOPIC_REFUSED, _TOPIC_REFUSED_WORDS)
+                del by_id[topic_id]
+        for name in names:
+            topic = self._topics.get(name)
+            if not describable(name) or (topic is not None and not deletable(name)):
+                answer(name, NO_TOPIC_ID, _TOPIC_REFUSED, _TOPIC_REFUSED_WORDS)
+            elif topic is None:
+                answer(name, NO_TOPIC_ID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _NO_SUCH_TOPIC)
+            elif topic.topic_id in twice_given or topic.topic_id in by_id:
+                twice_given[topic.topic_id] = None
+                by_id.pop(topic.topic_id, None)
+                answer(name, topic.topic_id, ErrorCode.INVALID_REQUEST, _NAME_OF_AN_ID_GIVEN)
+            else:
+                by_id[topic.topic_id] = name
+        for topic_id, name in by_id.items():
+            self._remove_topic(name, now_ms, fx)
+            answer(name, topic_id, ErrorCode.NONE, None)
+        return DeleteTopicsResult(topics=tuple(answers))
+
+    def _remove_topic(self, name: str, now_ms: int, fx: Effects) -> None:
+        """Delete topic ``name``, and every group's committed offsets of its partitions (Kafka's
+        GroupCoordinatorService.onTopicsDeleted). A consumer group subscribed to it moves to a
+        new group epoch at its next heartbeat, without its partitions (at once if its members'
+        heartbeats are held), and its members give them up."""
+        topic = self._topics.pop(name)
+        self._topic_names.pop(topic.topic_id, None)
+        self._consumer_groups.topics_changed()
+        fx.writes.append(TopicRemoved(name=name))
+        for group in list(self._groups.values()):
+            gone = [partition for partition in group.offsets if partition[0] == name]
+            if gone:
+                self._delete_offsets(group, gone, f" with topic {name}", now_ms, fx)
+
     # --- events ---------------------------------------------------------------------------------
 
     def _note_rejection(self, fx: Effects, group_id: str, member_id: str, api: str, error: ErrorCode) -> None:
@@ -2101,6 +2212,7 @@ _REQUESTS: EventTable[GroupCoordinator, [RequestRef, int, Effects]] = EventTable
     on(ConsumerGroupDescribe, GroupCoordinator._on_ConsumerGroupDescribe),
     on(CreateTopics, GroupCoordinator._on_CreateTopics),
     on(CreatePartitions, GroupCoordinator._on_CreatePartitions),
+    on(DeleteTopics, GroupCoordinator._on_DeleteTopics),
 )
 
 

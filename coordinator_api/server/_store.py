@@ -44,6 +44,7 @@ from coordinator_api.server._messages import (
     OffsetsExpired,
     StoreWrite,
     Topic,
+    TopicRemoved,
 )
 from coordinator_api.server._quotas import QuotaChange, QuotaEntity, check_quota_value
 
@@ -557,6 +558,8 @@ class SqliteStore:
                 elif isinstance(write, ConsumerGroupDowngraded):
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM consumer_group_members WHERE group_id = ?", (write.group_id,))
+                elif isinstance(write, TopicRemoved):
+                    db.execute("DELETE FROM topics WHERE name = ?", (write.name,))
                 elif isinstance(write, GroupDeleted):
                     db.execute("DELETE FROM groups WHERE group_id = ?", (write.group_id,))
                     db.execute("DELETE FROM consumer_groups WHERE group_id = ?", (write.group_id,))

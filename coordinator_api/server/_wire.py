@@ -28,6 +28,8 @@ from kafka.protocol.admin import (
     DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeAclsRequest,
     DescribeAclsResponse,
     DescribeClientQuotasRequest,
@@ -86,6 +88,7 @@ from coordinator_api._protocol import ApiKey, ErrorCode
 from coordinator_api.server._acls import CLUSTER_NAME, AclBinding, AclBindingFilter, ResourceType
 from coordinator_api.server._group_configs import GROUP_RESOURCE, INT_TYPE, Alteration, ConfigEntry
 from coordinator_api.server._messages import (
+    NO_TOPIC_ID,
     CommittedOffset,
     ConsumerGroupDescribe,
     ConsumerGroupDescribeResult,
@@ -97,6 +100,8 @@ from coordinator_api.server._messages import (
     CreateTopicsResult,
     DeleteGroups,
     DeleteGroupsResult,
+    DeleteTopics,
+    DeleteTopicsResult,
     DescribedConsumerGroup,
     DescribedConsumerMember,
     DescribedPartitions,
@@ -125,6 +130,7 @@ from coordinator_api.server._messages import (
     SyncGroup,
     SyncGroupResult,
     Topic,
+    TopicToDelete,
 )
 from coordinator_api.server._quotas import (
     AlterOutcome,
@@ -1198,6 +1204,17 @@ def _create_partitions(v: int, message: Any, client_host: str) -> Request:
     )
 
 
+def _delete_topics(v: int, message: Any, client_host: str) -> Request:
+    if v < 6:
+        return DeleteTopics(topics=tuple(TopicToDelete(name=name) for name in message.topic_names))
+    return DeleteTopics(
+        topics=tuple(
+            TopicToDelete(name=t.name, topic_id=NO_TOPIC_ID if t.topic_id is None else t.topic_id.bytes)
+            for t in message.topics
+        )
+    )
+
+
 # --- the one table of the APIs served --------------------------------------------------------
 
 
@@ -1242,6 +1259,8 @@ API_KEYS: dict[ApiKey, _Api] = {
         CreatePartitionsRequest, CreatePartitionsResponse, 0, 3, _create_partitions
     ),
     ApiKey.DELETE_GROUPS: _Api(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2, _delete_groups),
+    # v0 was removed in Kafka 4.0; v6 names topics by name or by id.
+    ApiKey.DELETE_TOPICS: _Api(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6, _delete_topics),
     ApiKey.OFFSET_DELETE: _Api(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0, _offset_delete),
     # The ACL APIs, answered by the shell (the ACLs are not group state); v0 has no pattern type.
     ApiKey.DESCRIBE_ACLS: _Api(DescribeAclsRequest, DescribeAclsResponse, 1, 3),
@@ -1445,6 +1464,17 @@ def to_response(frame: Frame, result: Result) -> Any:
                     name=t.name, error_code=t.error, error_message=t.message
                 )
                 for t in {t.name: t for t in result.topics}.values()  # (alike, where named twice)
+            ],
+        )
+    if isinstance(result, DeleteTopicsResult):
+        return DeleteTopicsResponse(
+            version=v,
+            throttle_time_ms=0,
+            responses=[
+                DeleteTopicsResponse.DeletableTopicResult(
+                    name=t.name, topic_id=_uuid(t.topic_id), error_code=t.error, error_message=t.message
+                )
+                for t in result.topics
             ],
         )
     if isinstance(result, DeleteGroupsResult):

@@ -47,6 +47,8 @@ from kafka.protocol.admin import (
     DeleteAclsResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeAclsRequest,
     DescribeAclsResponse,
     DescribeGroupsRequest,
@@ -1067,6 +1069,42 @@ def test_metadata_and_create_topics_are_authorized_as_on_kafka(
     for server in servers.values():
         server.wait_for_leaders({"t": 2, "u": 2})
     assert same("Metadata of every topic as bob, after", metadata("bob", None)) == [("u", 0, 2)]
+
+    # DeleteTopics: DELETE on the cluster or on each topic, DESCRIBE to hear more than that it
+    # was refused (a topic named by id and not describable is not named back).
+    def delete(user: str, *named: str, by_id: str | None = None) -> Callable[[Server], Any]:
+        def ask(server: Server) -> Any:
+            state = DeleteTopicsRequest.DeleteTopicState
+            topics = [state(name=n, topic_id=uuid.UUID(int=0)) for n in named]
+            ids = {}
+            if by_id is not None:
+                every = server.call("admin", metadata_request(None, version=12), MetadataResponse).topics
+                ids = {t.topic_id: t.name for t in every}
+                topics.append(state(name=None, topic_id=next(i for i, n in ids.items() if n == by_id)))
+            request = DeleteTopicsRequest(version=6, topics=topics, timeout_ms=30_000)
+            answer = server.call(user, request, DeleteTopicsResponse)
+            return sorted(
+                (r.name, ids.get(r.topic_id, "-"), r.error_code, r.error_message) for r in answer.responses
+            )
+
+        return ask
+
+    refusal = "Topic authorization failed."
+    assert same(
+        "DeleteTopics as alice: alice-1 (CREATE only), nowhere; t by id",
+        delete("alice", "alice-1", "nowhere", by_id="t"),
+    ) == [
+        ("alice-1", "-", TOPIC_REFUSED, refusal),
+        ("nowhere", "-", TOPIC_REFUSED, refusal),
+        ("t", "t", TOPIC_REFUSED, refusal),  # she may describe t: its name comes back
+    ]
+    assert same("DeleteTopics as bob: t by id", delete("bob", by_id="t")) == [
+        (None, "t", TOPIC_REFUSED, refusal)  # he may not describe t
+    ]
+    assert same("DeleteTopics as admin: alice-1, alice-2", delete("admin", "alice-1", "alice-2")) == [
+        ("alice-1", "-", ErrorCode.NONE, None),
+        ("alice-2", "-", ErrorCode.NONE, None),
+    ]
     differences.check()
 
 

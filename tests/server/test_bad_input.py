@@ -109,6 +109,7 @@ SUPPORTED = {
     17: (1, 1),
     18: (0, 4),
     19: (2, 7),
+    20: (1, 6),  # DeleteTopics (v0 removed in Kafka 4.0)
     32: (1, 4),  # DescribeConfigs, IncrementalAlterConfigs, ListConfigResources: groups' configs
     29: (1, 3),  # DescribeAcls, CreateAcls, DeleteAcls: SECURITY_DISABLED without the authorizer
     30: (1, 3),

@@ -24,8 +24,11 @@ from coordinator_api.server._messages import (
     ConsumerGroupHeartbeatResult,
     CreatePartitions,
     CreateTopics,
+    DeleteTopics,
     NewPartitions,
     NewTopic,
+    TopicRemoved,
+    TopicToDelete,
 )
 from coordinator_api.server._state import Effects, GroupCoordinator
 
@@ -359,6 +362,28 @@ def test_held_members_get_partitions_added_to_their_topic_at_once(c: Coordinator
     assert [e.detail for e in fx.events if e.kind == "rebalance"] == [
         "group epoch bumped: its subscribed topics' partitions changed"
     ]
+
+
+def test_held_members_give_up_the_partitions_of_a_deleted_topic_at_once(c: Coordinator) -> None:
+    """DeleteTopics: the group moves to a new epoch at once, and the held member that owned the
+    topic's partitions is told to give them up in that step."""
+    second = NewTopic(name="u", num_partitions=2, replication_factor=1)
+    c.state.handle(100, CreateTopics(topics=(second,)), c.now)
+    (u,) = [t for t in c.state.topics() if t.name == "u"]
+    ref, answered = c.send("a", 0, subscribed_topic_names=("t", "u"))
+    assert answered == [ref] and c.partitions(ref) == set(range(6)) | {0, 1}  # t's 0-5 and u's 0-1
+    owned = ((c.topic_id, tuple(range(6))), (u.topic_id, (0, 1)))
+    request = ConsumerGroupHeartbeat(
+        group_id="g", member_id="a", member_epoch=c.answered[ref].member_epoch, owned=owned
+    )
+    held, answered = c.deliver(request)
+    assert answered == []
+    fx = c.state.handle(101, DeleteTopics(topics=(TopicToDelete(name="u"),)), c.now)
+    assert sorted(ref for ref, _ in fx.replies) == sorted([101, held])
+    answer = c.answered[held] = next(r for ref, r in fx.replies if ref == held)
+    assert isinstance(answer, ConsumerGroupHeartbeatResult) and answer.assignment is not None
+    assert answer.assignment == ((c.topic_id, tuple(range(6))),)  # u's partitions gone
+    assert TopicRemoved(name="u") in fx.writes
 
 
 def test_without_held_heartbeats_new_partitions_come_with_the_next_heartbeat() -> None:

@@ -1,7 +1,7 @@
 """More partitions for a topic (CreatePartitions, ``kafka-topics --alter --partitions``) on the
 embedded coordinator: its answers beside Apache Kafka 4's (the suite's cluster), Kafka's own
 kafka-topics against it, and the new partitions kept across a restart. The consumer groups that
-get the new partitions: tests/consumer/test_new_partitions.py; ACLs: tests/server/test_acls.py."""
+get the new partitions: tests/consumer/test_topic_changes.py; ACLs: tests/server/test_acls.py."""
 
 from __future__ import annotations
 
