@@ -409,7 +409,7 @@ class ConsumerGroups:
         return self._topics_version
 
     def topics_changed(self) -> None:
-        """The coordinator's topics changed: one was created or given more partitions. Each
+        """The coordinator's topics changed: one was created, given more partitions or deleted. Each
         consumer group looks at its subscribed partitions again at its next heartbeat and, if
         they changed, moves to a new group epoch, as Kafka's coordinator does when a new
         metadata image changes the topics a group subscribes to."""
@@ -1005,8 +1005,8 @@ class ConsumerGroups:
         if updated.instance_id is not None:
             group.static[updated.instance_id] = member_id
         # Subscribed partition counts change only with a subscription or with the coordinator's
-        # topics (created, or given more partitions; never deleted): recounting on those alone
-        # keeps a plain heartbeat O(1) in the group's size.
+        # topics (created, given more partitions or deleted): recounting on those alone keeps a
+        # plain heartbeat O(1) in the group's size.
         topics_changed = group.protocol_type == PROTOCOL_TYPE and group.topics_seen != self._topics_version
         if bump or topics_changed:
             counts = self._subscribed_partition_counts(group)

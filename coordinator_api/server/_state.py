@@ -464,7 +464,7 @@ class GroupCoordinator:
 
     @property
     def topics_version(self) -> int:
-        """Counts the changes of the topics (one created, or given more partitions)."""
+        """Counts the changes of the topics (one created, given more partitions or deleted)."""
         return self._consumer_groups.topics_version
 
     def topic_names(self) -> Mapping[bytes, str]:
