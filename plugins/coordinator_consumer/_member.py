@@ -70,11 +70,12 @@ class ConsumerGroupMember(Coordinator):
     ``metadata_max_age_ms`` (checked in :meth:`poll`) and rejoins when the matching set changed,
     so a topic created later is assigned in the next rebalance.
 
-    **New partitions.** With the classic protocol the group's leader, like Kafka's consumer,
+    **Topics that change.** With the classic protocol the group's leader, like Kafka's consumer,
     looks at the partition counts of the topics it assigned every ``metadata_max_age_ms`` and
-    rejoins when one changed, so partitions added later (``kafka-topics --alter --partitions``)
-    are assigned in the next rebalance. With ``group_protocol="consumer"`` the coordinator
-    notices, and gives them out at the members' next heartbeats.
+    rejoins when one changed or the topic is gone, so partitions added later (``kafka-topics
+    --alter --partitions``) are assigned, and a deleted topic's taken away, in the next
+    rebalance. With ``group_protocol="consumer"`` the coordinator notices, and tells the members
+    at their next heartbeats.
 
     :param topics: the topics to subscribe to, or
     :param pattern: a regular expression over the topic names the cluster reports.
@@ -290,7 +291,7 @@ class ConsumerGroupMember(Coordinator):
         """Every ``metadata_max_age_ms``, as Kafka's consumer on its metadata refresh: with a
         pattern, rejoin when the topics matching it changed; as the group's leader, rejoin when a
         topic it assigned has another partition count now (``kafka-topics --alter
-        --partitions``), so that the new partitions are assigned."""
+        --partitions``) or is gone, so that the next assignment follows."""
         joined = self._joined_topics if self._pattern is not None else None
         assigned = self._assigned_counts
         if (joined is None and assigned is None) or time.monotonic() < self._next_topics_check:
