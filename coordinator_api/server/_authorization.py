@@ -459,44 +459,42 @@ def _create_topics(who: Requester, request: Request) -> Refused | Admitted:
     assert isinstance(request, CreateTopics), request
     if who.may(CREATE, CLUSTER):
         return Admitted(request)
-    # A name given twice is answered INVALID_REQUEST whoever asks (Kafka checks that first).
-    named = Counter(t.name for t in request.topics)
-    allowed = [named[t.name] > 1 or who.may(CREATE, TOPIC, t.name) for t in request.topics]
-    if all(allowed):
-        return Admitted(request)
-
-    def merge(result: Result) -> Result:
-        assert isinstance(result, CreateTopicsResult)
-        answered = iter(result.topics)
-        return CreateTopicsResult(
-            topics=tuple(
-                next(answered)
-                if ok
-                else CreatedTopic(name=t.name, error=TOPIC_REFUSED, message=CREATE_REFUSED_MESSAGE)
-                for t, ok in zip(request.topics, allowed, strict=True)
-            )
-        )
-
-    admitted = tuple(t for t, ok in zip(request.topics, allowed, strict=True) if ok)
-    return Admitted(dataclasses.replace(request, topics=admitted), merge)
+    return _topic_by_topic(
+        who,
+        CREATE,
+        request,
+        lambda name: CreatedTopic(name=name, error=TOPIC_REFUSED, message=CREATE_REFUSED_MESSAGE),
+    )
 
 
 def _create_partitions(who: Requester, request: CreatePartitions) -> Refused | Admitted:
-    # A name given twice is answered INVALID_REQUEST whoever asks (Kafka checks that first).
-    named = Counter(t.name for t in request.topics)
-    allowed = [named[t.name] > 1 or who.may(ALTER, TOPIC, t.name) for t in request.topics]
+    def refused(name: str) -> PartitionsCreated:
+        return PartitionsCreated(name=name, error=TOPIC_REFUSED)  # no words, as Kafka's controller
+
+    return _topic_by_topic(who, ALTER, request, refused)
+
+
+def _topic_by_topic(
+    who: Requester,
+    operation: AclOperation,
+    request: CreateTopics | CreatePartitions,
+    refusal: Callable[[str], CreatedTopic | PartitionsCreated],
+) -> Admitted:
+    """The topics of ``request`` that ``who`` may ``operation`` go on to the state machine; each
+    other one is answered ``refusal`` in its place in the request. A name given twice goes on
+    whoever asks: it is answered INVALID_REQUEST (Kafka checks that first)."""
+    names = [t.name for t in request.topics]
+    named = Counter(names)
+    allowed = [named[name] > 1 or who.may(operation, TOPIC, name) for name in names]
     if all(allowed):
         return Admitted(request)
 
     def merge(result: Result) -> Result:
-        assert isinstance(result, CreatePartitionsResult)
+        assert isinstance(result, CreateTopicsResult | CreatePartitionsResult)
         answered = iter(result.topics)
-        return CreatePartitionsResult(
-            topics=tuple(
-                next(answered) if ok else PartitionsCreated(name=t.name, error=TOPIC_REFUSED)
-                for t, ok in zip(request.topics, allowed, strict=True)
-            )
-        )
+        verdicts = zip(names, allowed, strict=True)
+        topics = tuple(next(answered) if ok else refusal(name) for name, ok in verdicts)
+        return dataclasses.replace(result, topics=topics)  # type: ignore[arg-type]
 
     admitted = tuple(t for t, ok in zip(request.topics, allowed, strict=True) if ok)
-    return Admitted(dataclasses.replace(request, topics=admitted), merge)
+    return Admitted(dataclasses.replace(request, topics=admitted), merge)  # type: ignore[arg-type]

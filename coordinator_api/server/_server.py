@@ -533,10 +533,7 @@ class CoordinatorServer:
     def create_topic(self, name: str, partitions: int) -> None:
         """Declare a topic (call on the server's event loop). Raises ConfigurationError if the
         name or partition count is invalid or the topic exists."""
-        self._settle_network()
-        fx = self.state.create_topic(name, partitions, self._now_ms())
-        self._apply(fx)
-        result = fx.replies[0][1]
+        result = self._run_directly(functools.partial(self.state.create_topic, name, partitions))
         assert isinstance(result, CreateTopicsResult)
         created = result.topics[0]
         if created.error is not ErrorCode.NONE:
@@ -546,15 +543,20 @@ class CoordinatorServer:
         """Give topic ``name`` ``count`` partitions in all (call on the server's event loop).
         Raises ConfigurationError if the topic does not exist or ``count`` is not more than it
         has."""
-        self._settle_network()
-        fx = self.state.create_partitions(name, count, self._now_ms())
-        self._apply(fx)
-        result = fx.replies[0][1]
+        result = self._run_directly(functools.partial(self.state.create_partitions, name, count))
         assert isinstance(result, CreatePartitionsResult)
         created = result.topics[0]
         if created.error is not ErrorCode.NONE:
             message = created.message or f"{created.error.name}: no topic {name!r}"
             raise ConfigurationError(f"cannot give topic {name!r} {count} partitions: {message}")
+
+    def _run_directly(self, step: Callable[[int], Effects]) -> Result:
+        """Take one of the state machine's direct entry points (``step`` of the time) as the
+        server takes a request that changes groups, and return its result."""
+        self._settle_network()
+        fx = step(self._now_ms())
+        self._apply(fx)
+        return fx.replies[0][1]
 
     # --- time and timers ------------------------------------------------------------------
 

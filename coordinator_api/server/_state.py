@@ -595,32 +595,29 @@ class GroupCoordinator:
         fx.replies.append((ref, ConsumerGroupDescribeResult(groups=described)))
 
     def _on_CreateTopics(self, request: CreateTopics, ref: RequestRef, now_ms: int, fx: Effects) -> None:
-        before = self.topics_version
         fx.replies.append((ref, self._create_topics(request, fx)))
-        self._topics_changed(before, now_ms, fx)
+        self._recount_held_groups(now_ms, fx)
 
     def _on_CreatePartitions(
         self, request: CreatePartitions, ref: RequestRef, now_ms: int, fx: Effects
     ) -> None:
-        before = self.topics_version
         fx.replies.append((ref, self._create_partitions(request, fx)))
-        self._topics_changed(before, now_ms, fx)
+        self._recount_held_groups(now_ms, fx)
 
     def _on_DeleteTopics(self, request: DeleteTopics, ref: RequestRef, now_ms: int, fx: Effects) -> None:
-        before = self.topics_version
         fx.replies.append((ref, self._delete_topics(request, now_ms, fx)))
-        self._topics_changed(before, now_ms, fx)
+        self._recount_held_groups(now_ms, fx)
 
-    def _topics_changed(self, before: int, now_ms: int, fx: Effects) -> None:
-        """If the topics changed since version ``before``: the consumer groups with held
-        heartbeats count their subscribed partitions again at once, and the held members with
-        news hear of it (a new topic their regex matches, new partitions). The other groups do
+    def _recount_held_groups(self, now_ms: int, fx: Effects) -> None:
+        """After a request that may have changed the topics: the consumer groups with held
+        heartbeats count their subscribed partitions again at once (nothing to count if the
+        topics stayed as they were), and the held members with news hear of it (a new topic
+        their regex matches, new partitions, a deleted topic's to give up). The other groups do
         at their next heartbeat, as on Kafka."""
-        if self.topics_version == before:
-            return
         recount = self._consumer_groups.recount_topics
         events = [e for group_id in self._held_group_heartbeats for e in recount(group_id)]
-        self._consumer_groups_changed(events, fx, now_ms)
+        if events:
+            self._consumer_groups_changed(events, fx, now_ms)
 
     def _describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
         """ConsumerGroupDescribe, as Kafka answers it: a group of another type is not found, and
